@@ -1,0 +1,68 @@
+# One entry point for people and CI. Every target sets up what it needs on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export CARGO_TERM_COLOR := never
+
+.DEFAULT_GOAL := help
+.PHONY: help demo test test-rust test-python lint fmt bench fuzz build build-release clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.deps-test: requirements/test.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements/test.txt
+	touch $@
+
+$(VENV)/.deps-lint: requirements/lint.txt $(VENV)/.deps-test
+	$(PY) -m pip install --quiet -r requirements/lint.txt
+	touch $@
+
+$(VENV)/.deps-bench: requirements/bench.txt $(VENV)/.deps-test
+	$(PY) -m pip install --quiet -r requirements/bench.txt
+	touch $@
+
+build: $(VENV)/.deps-test ## build the extension (dev profile) into .venv
+	$(BIN)/maturin develop --quiet
+
+build-release: $(VENV)/.deps-test ## build the extension with the release profile (benchmarks)
+	$(BIN)/maturin develop --quiet --release
+
+demo: build ## set up and run `streamfold demo` on the bundled example streams
+	$(BIN)/streamfold demo
+
+test: test-rust test-python ## set up and run every test: cargo test, then pytest
+
+test-rust:
+	cargo test --quiet
+
+test-python: build
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.deps-lint build ## ruff, mypy --strict, stubtest, rustfmt, clippy (pedantic)
+	$(BIN)/ruff check python tests benches
+	$(BIN)/ruff format --check python tests benches
+	$(BIN)/mypy
+	$(PY) -m mypy.stubtest streamfold._core
+	cargo fmt --check
+	cargo clippy --all-targets --features python -- -D warnings
+
+fmt: $(VENV)/.deps-lint ## format Python and Rust
+	$(BIN)/ruff format python tests benches
+	$(BIN)/ruff check --fix python tests benches
+	cargo fmt
+
+bench: $(VENV)/.deps-bench build-release ## run every benchmark against the peers, write BENCHMARKS.md
+	$(PY) benches/run.py
+
+fuzz: ## fuzz the framer and the JSON accumulator, time-boxed (FUZZ_SECONDS, default 60 each)
+	bash fuzz/run.sh $${FUZZ_SECONDS:-60}
+
+clean: ## remove build products and the virtual environment
+	rm -rf $(VENV) target

@@ -1,0 +1,91 @@
+"""streamfold: the streamed responses of LLM and agent APIs as typed events and final messages.
+
+    import streamfold as sf
+
+    for event in sf.events(response.iter_bytes(), provider="cohere-v2"):
+        ...
+    message = sf.fold(response.iter_bytes(), provider="anthropic")
+
+See the README for the full manual.
+"""
+
+from __future__ import annotations
+
+from ._core import JsonLinesDecoder, ServerSentEvent, SSEDecoder
+from ._core import __version__ as __version__
+from .api import aevents, events
+from .errors import (
+    IncompleteJsonError,
+    IncompleteStreamError,
+    InvalidJsonError,
+    ProtocolError,
+    StreamError,
+    StreamfoldError,
+)
+from .events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    RunStatus,
+    SignatureDelta,
+    SourcesAdded,
+    StepEnd,
+    StepStart,
+    ToolResultAdded,
+    Unknown,
+    UsageUpdate,
+)
+from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
+from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
+from .pipeline import Pipeline
+from .providers import PROVIDER_NAMES
+
+__all__ = [
+    "PROVIDER_NAMES",
+    "Block",
+    "BlockDelta",
+    "BlockEnd",
+    "BlockStart",
+    "Citation",
+    "CitationAdded",
+    "Event",
+    "IncompleteJsonError",
+    "IncompleteStreamError",
+    "InvalidJsonError",
+    "JsonLinesDecoder",
+    "MediaAdded",
+    "Message",
+    "MessageEnd",
+    "MessageStart",
+    "Notice",
+    "Pipeline",
+    "ProtocolError",
+    "RunStatus",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "SignatureDelta",
+    "SourcesAdded",
+    "Step",
+    "StepEnd",
+    "StepStart",
+    "StreamError",
+    "StreamfoldError",
+    "ToolCall",
+    "ToolResult",
+    "ToolResultAdded",
+    "Unknown",
+    "Usage",
+    "UsageUpdate",
+    "aevents",
+    "aiter_json_lines",
+    "aiter_sse",
+    "events",
+    "iter_json_lines",
+    "iter_sse",
+]

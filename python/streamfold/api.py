@@ -1,0 +1,57 @@
+"""The public entry points: ``events`` / ``aevents``.
+
+Both façades drive the same :class:`~streamfold.pipeline.Pipeline`; only the read of the
+transport differs, and nothing here is asyncio-specific, so trio works the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from .events import Event
+from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
+from .source import async_byte_chunks, sync_byte_chunks
+
+__all__ = ["aevents", "events"]
+
+
+def events(
+    chunks: Iterable[bytes] | Any,
+    provider: str = "auto",
+    *,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+) -> Iterator[Event]:
+    """Yield the provider-neutral events of a stream.
+
+    ``chunks`` is any iterable of bytes (a list, a file, ``httpx.Response.iter_bytes()``) or a
+    response object of a supported HTTP client. A provider error inside the stream is raised
+    as ``StreamError`` after every event before it has been yielded.
+    """
+    pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
+    with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+        for chunk in byte_iter:
+            yield from pipeline.feed(chunk)
+            pipeline.raise_pending()
+        yield from pipeline.close()
+        pipeline.raise_pending()
+
+
+async def aevents(
+    chunks: AsyncIterable[bytes] | Any,
+    provider: str = "auto",
+    *,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+) -> AsyncIterator[Event]:
+    """Async twin of :func:`events` (asyncio and trio alike)."""
+    pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
+    async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+        async for chunk in byte_iter:
+            for event in pipeline.feed(chunk):
+                yield event
+            pipeline.raise_pending()
+        for event in pipeline.close():
+            yield event
+        pipeline.raise_pending()

@@ -1,0 +1,123 @@
+"""The exception tree: one root, leaves that also subclass what users already catch.
+
+Messages say where: the provider, the event and its position in the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "IncompleteJsonError",
+    "IncompleteStreamError",
+    "InvalidJsonError",
+    "ProtocolError",
+    "StreamError",
+    "StreamfoldError",
+]
+
+
+class StreamfoldError(Exception):
+    """Root of every error streamfold raises."""
+
+
+class ProtocolError(StreamfoldError, ValueError):
+    """The bytes break the provider's format.
+
+    Raised for a data payload that is not JSON, a delta for a block never started, an event
+    larger than ``max_event_bytes``, a JSON line that does not parse, or (with ``strict=True``)
+    a broken ordering rule. ``events`` holds whatever was decoded from the same chunk before the
+    error, so nothing the stream delivered is lost.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        event: str | None = None,
+        position: int | None = None,
+        line: int | None = None,
+        limit: int | None = None,
+        events: list[Any] | None = None,
+        raw: Any = None,
+        partial: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.event = event
+        self.position = position
+        self.line = line
+        self.limit = limit
+        self.events: list[Any] = list(events) if events is not None else []
+        self.raw = raw
+        self.partial = partial
+
+
+class IncompleteStreamError(StreamfoldError):
+    """The input ended without the provider's terminal event.
+
+    ``partial`` is the message folded so far (open tool calls marked incomplete). A dropped
+    connection must never look like a short answer.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        partial: Any = None,
+        position: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.partial = partial
+        self.position = position
+
+
+class StreamError(StreamfoldError):
+    """The provider reported an error: inside the stream after a 200, or as an HTTP error status.
+
+    ``retryable_without_duplicate`` is true only when nothing of the answer had been produced,
+    so retrying cannot show the user a second, different answer.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | int | None = None,
+        provider: str | None = None,
+        raw: Any = None,
+        partial: Any = None,
+        status: int | None = None,
+        retryable_without_duplicate: bool = False,
+        position: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.provider = provider
+        self.raw = raw
+        self.partial = partial
+        self.status = status
+        self.retryable_without_duplicate = retryable_without_duplicate
+        self.position = position
+
+
+class _JsonError(StreamfoldError, ValueError):
+    def __init__(self, message: str, *, offset: int = 0, expected: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.expected = expected
+
+
+class IncompleteJsonError(_JsonError):
+    """The JSON text is a valid prefix but not yet a complete value (the empty text included)."""
+
+
+class InvalidJsonError(_JsonError):
+    """The JSON text can never become valid; ``offset`` is the first bad byte."""

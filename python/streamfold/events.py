@@ -1,0 +1,237 @@
+"""The provider-neutral event vocabulary.
+
+Block-structured, like Cohere v2 and Anthropic: a block opens (:class:`BlockStart`) with its
+index and kind, receives deltas (:class:`BlockDelta`), and closes (:class:`BlockEnd`).
+Message-level events carry the id, model, usage and finish; agent-level events carry steps,
+tool results, sources, media, run status and notices. Unknown provider events become
+:class:`Unknown`; nothing unknown ever raises.
+
+Every event keeps the frame it came from in ``raw``: the ``ServerSentEvent`` for SSE streams,
+the parsed line for JSON-lines streams. Events are frozen and slotted: cheap to make and safe
+to share. ``choice`` is the OpenAI choice index (``n>1``); 0 everywhere else.
+
+Block indices are unique within a choice and are what deltas refer to. Providers that key tool
+calls some other way (OpenAI ``tool_calls[].index``, an id, an output index) are mapped to block
+indices by the provider module, in order of appearance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .message import BlockKind, Citation, FinishReason, ToolResult, Usage
+
+__all__ = [
+    "BlockDelta",
+    "BlockEnd",
+    "BlockStart",
+    "CitationAdded",
+    "Event",
+    "MediaAdded",
+    "MessageEnd",
+    "MessageStart",
+    "Notice",
+    "RunStatus",
+    "SignatureDelta",
+    "SourcesAdded",
+    "StepEnd",
+    "StepStart",
+    "ToolResultAdded",
+    "Unknown",
+    "UsageUpdate",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every event."""
+
+    #: Short name of the event class, for logs and ``match`` on strings.
+    type: ClassVar[str] = "event"
+    #: The frame the event came from.
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageStart(Event):
+    """A message (or one choice of it) begins."""
+
+    type: ClassVar[str] = "message_start"
+    id: str | None = None
+    model: str | None = None
+    role: str = "assistant"
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockStart(Event):
+    """A block opens.
+
+    For a tool call, ``id`` and ``name`` are set. When a provider sends the call whole
+    (Mistral, Gemini, Clouisle), ``arguments`` holds the parsed arguments and ``complete`` is
+    true; no deltas follow. Blocks that arrive complete (Anthropic ``redacted_thinking``, server
+    tools) carry their payload in ``data`` and are closed at once.
+    """
+
+    type: ClassVar[str] = "block_start"
+    index: int
+    kind: BlockKind
+    choice: int = 0
+    id: str | None = None
+    name: str | None = None
+    arguments: Any = None
+    #: The block arrived whole: no deltas will follow (a BlockEnd still does).
+    complete: bool = False
+    data: Any = None
+    #: Initial text, when the opening frame already carries some.
+    text: str = ""
+    #: Provider extras needed later (e.g. Gemini ``thoughtSignature`` on a call).
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockDelta(Event):
+    """Text appended to a block: visible text, reasoning, tool-plan, refusal, or a fragment of
+    a tool call's JSON arguments."""
+
+    type: ClassVar[str] = "block_delta"
+    index: int
+    kind: BlockKind
+    text: str
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignatureDelta(Event):
+    """A reasoning block's signature. It replaces any earlier one (Anthropic ``signature_delta``,
+    Gemini ``thoughtSignature``)."""
+
+    type: ClassVar[str] = "signature"
+    index: int
+    signature: str
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockEnd(Event):
+    """A block closes; a tool call's arguments are complete."""
+
+    type: ClassVar[str] = "block_end"
+    index: int
+    kind: BlockKind
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CitationAdded(Event):
+    """A citation attached to ``citation.block``."""
+
+    type: ClassVar[str] = "citation"
+    citation: Citation
+    choice: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageUpdate(Event):
+    """The usage so far. Always the provider's current total: a later update replaces it."""
+
+    type: ClassVar[str] = "usage"
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageEnd(Event):
+    """The message (or one choice) finished: the provider's terminal event for it."""
+
+    type: ClassVar[str] = "message_end"
+    finish_reason: FinishReason | None
+    raw_finish_reason: str | None
+    choice: int = 0
+    #: Extra terminal payload (Onecortex ``done.result``, Clouisle ``elapsed_ms``/``status``…).
+    data: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStart(Event):
+    """A named stage of an agent run begins. Steps nest."""
+
+    type: ClassVar[str] = "step_start"
+    name: str | None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepEnd(Event):
+    """The innermost open step (or the one with ``name``/``id``) ends."""
+
+    type: ClassVar[str] = "step_end"
+    name: str | None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultAdded(Event):
+    """An agent platform ran a tool and reports its output."""
+
+    type: ClassVar[str] = "tool_result"
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourcesAdded(Event):
+    """Retrieved sources (RAG contexts, Cohere v1 search results/documents).
+
+    ``sources`` is ``None`` when retrieval did not run and ``[]`` when it found nothing.
+    ``queries`` carries search queries when the provider reports them.
+    """
+
+    type: ClassVar[str] = "sources"
+    sources: list[Any] | None
+    queries: list[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MediaAdded(Event):
+    """A media result (image, video) produced for the UI."""
+
+    type: ClassVar[str] = "media"
+    media: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStatus(Event):
+    """A durable run's status changed. ``terminal`` is true for the run's final status."""
+
+    type: ClassVar[str] = "run_status"
+    status: str
+    run_id: str | None = None
+    sequence: int | None = None
+    terminal: bool = False
+    #: For a ``waiting`` run: the pending tool call's id, name and input.
+    pending_tool_call_id: str | None = None
+    pending_tool_name: str | None = None
+    pending_tool_input: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(Event):
+    """Something worth knowing that is not content.
+
+    ``kind`` is one of: ``ping``, ``compression_start``, ``compression_end``,
+    ``output_truncated``, ``iteration_cap_reached``, ``input_accepted``, ``debug``,
+    ``warning`` (a protocol violation recorded in non-strict mode), ``search_queries``.
+    """
+
+    type: ClassVar[str] = "notice"
+    kind: str
+    message: str | None = None
+    data: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unknown(Event):
+    """An event type the provider module does not know. Never an error."""
+
+    type: ClassVar[str] = "unknown"
+    event_type: str | None

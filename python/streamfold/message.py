@@ -1,0 +1,174 @@
+"""The folded result of a stream: :class:`Message` and its parts.
+
+These are plain slotted dataclasses. The fold builds them; users read them, store them, and
+turn them into the next request with :meth:`Message.to_request`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Block",
+    "BlockKind",
+    "Citation",
+    "FinishReason",
+    "Message",
+    "Step",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+]
+
+#: Normalized finish reasons; the provider's own value is kept in ``raw_finish_reason``.
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error", "other"]
+
+#: Block kinds. ``server_tool`` is a provider-run tool (Anthropic web search, Responses
+#: ``web_search_call``) whose payload is kept in ``Block.data``.
+BlockKind = Literal["text", "reasoning", "tool_call", "tool_plan", "refusal", "server_tool", "other"]
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage. Cumulative reports replace earlier ones; they are never summed."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    #: The provider's own usage object, unchanged (Cohere's billed units live here).
+    raw: Any = None
+
+
+@dataclass(slots=True)
+class Citation:
+    """A grounded span. Offsets are as the provider defines them (see the README table)."""
+
+    start: int | None
+    end: int | None
+    text: str | None = None
+    sources: list[Any] = field(default_factory=list)
+    #: Index of the block the citation belongs to.
+    block: int | None = None
+    raw: Any = None
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call the model asked for."""
+
+    #: Position of the call among the message's tool calls (0, 1, …), in order of appearance.
+    index: int
+    id: str | None
+    name: str | None
+    #: Parsed arguments; ``None`` when ``arguments_json`` is not one complete valid value.
+    arguments: Any
+    #: The arguments as JSON text, exactly as streamed (re-serialized for whole-call providers).
+    arguments_json: str
+    #: The call was closed by the stream (its end event, or the terminal event).
+    complete: bool
+    #: Why ``arguments`` is ``None``: invalid or truncated JSON, a provider error.
+    error: str | None = None
+    #: Index of the block this call occupies.
+    block: int | None = None
+    #: Provider extras needed to send the call back (e.g. Gemini ``thoughtSignature``).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def partial_arguments(self) -> Any:
+        """Best-effort arguments while the call is open (see ``JsonAccumulator.partial``)."""
+        return self.arguments
+
+
+@dataclass(slots=True)
+class Block:
+    """One content block, in stream order."""
+
+    index: int
+    kind: BlockKind
+    #: Text of text, reasoning, tool-plan and refusal blocks.
+    text: str = ""
+    #: Reasoning signature (Anthropic ``signature``, Gemini ``thoughtSignature``).
+    signature: str | None = None
+    #: Payload of blocks that arrive whole (redacted thinking ``data``, server tools).
+    data: Any = None
+    tool_call: ToolCall | None = None
+    citations: list[Citation] = field(default_factory=list)
+    complete: bool = False
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """The output of a tool run by an agent platform."""
+
+    call_id: str | None
+    output: Any
+    is_error: bool = False
+    name: str | None = None
+    raw: Any = None
+
+
+@dataclass(slots=True)
+class Step:
+    """A named stage of an agent run; steps nest."""
+
+    name: str | None
+    #: Order in which the step started, over the whole run (0, 1, …).
+    order: int
+    id: str | None = None
+    #: ``order`` of the enclosing step, if any.
+    parent: int | None = None
+    depth: int = 0
+    complete: bool = False
+    children: list[Step] = field(default_factory=list)
+    raw: Any = None
+
+
+@dataclass(slots=True)
+class Message:
+    """The assistant message folded from a stream."""
+
+    provider: str = ""
+    id: str | None = None
+    model: str | None = None
+    role: str = "assistant"
+    #: All text blocks joined in block order.
+    text: str = ""
+    blocks: list[Block] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_plan: str = ""
+    #: Reasoning text joined in block order (signatures kept on the blocks).
+    reasoning: str = ""
+    citations: list[Citation] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+    #: Top-level steps, each with its nested ``children``.
+    steps: list[Step] = field(default_factory=list)
+    #: Retrieved sources. ``None`` when retrieval did not run, ``[]`` when it found nothing.
+    sources: list[Any] | None = None
+    media: list[Any] = field(default_factory=list)
+    finish_reason: FinishReason | None = None
+    raw_finish_reason: str | None = None
+    usage: Usage | None = None
+    #: The terminal event was seen.
+    complete: bool = False
+    #: For durable runs: the run's last status (``completed``, ``waiting``, …).
+    status: str | None = None
+    #: For a ``waiting`` run: the pending tool call (e.g. Clouisle ``ask_user``).
+    pending_tool_call: ToolCall | None = None
+    #: Notices from the stream (context compression, output truncated, iteration cap).
+    notices: list[Any] = field(default_factory=list)
+    #: Protocol violations and mismatches recorded in non-strict mode.
+    warnings: list[str] = field(default_factory=list)
+    #: Choice index (OpenAI ``n>1``); every choice is in ``choices``.
+    choice: int = 0
+    #: One message per choice, in choice order (this message among them).
+    choices: list[Message] = field(default_factory=list, repr=False)
+    #: The provider's error object, when the stream failed.
+    error: Any = None
+
+    def to_request(self, provider: str | None = None) -> Any:
+        """The assistant message in the shape ``provider``'s next request expects."""
+        from .request import to_request
+
+        return to_request(self, provider or self.provider)

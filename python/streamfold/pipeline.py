@@ -1,0 +1,166 @@
+"""bytes -> frames -> events: the one core behind ``events()``, ``aevents()`` and the fold.
+
+``Pipeline.feed(chunk)`` makes one call into the Rust decoder per network chunk and runs the
+provider over the frames it returns. Errors raised by the provider are not lost with the
+events made before them: ``feed`` returns those events and keeps the error in ``pending``,
+which the façades raise right after yielding them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._core import JsonLinesDecoder, SSEDecoder
+from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
+from .events import Event
+from .providers import Provider, get_provider
+
+__all__ = ["Pipeline"]
+
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+class Pipeline:
+    """Feed bytes, get events. Synchronous and I/O-free."""
+
+    __slots__ = (
+        "_decoder",
+        "_max_event_bytes",
+        "_sniff",
+        "bytes_seen",
+        "closed",
+        "frames_seen",
+        "pending",
+        "provider",
+    )
+
+    def __init__(
+        self,
+        provider: str | Provider = "auto",
+        *,
+        strict: bool = False,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        self.provider = (
+            get_provider(provider, strict=strict) if isinstance(provider, str) else provider
+        )
+        self._max_event_bytes = max_event_bytes
+        self._decoder: SSEDecoder | JsonLinesDecoder | None = None
+        self._sniff = b""
+        framing = getattr(self.provider, "framing", "sse")
+        if framing == "sse":
+            self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        elif framing == "jsonl":
+            self._decoder = JsonLinesDecoder(max_line_bytes=max_event_bytes)
+        #: The error to raise once the events returned with it have been delivered.
+        self.pending: StreamfoldError | None = None
+        self.bytes_seen = 0
+        self.frames_seen = 0
+        self.closed = False
+
+    @property
+    def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
+        return self._decoder
+
+    def _choose_framing(self, chunk: bytes) -> bytes | None:
+        """For ``auto``: JSON lines start with ``{``/``[``, anything else is SSE."""
+        self._sniff += chunk
+        stripped = self._sniff.lstrip(b" \t\r\n\xef\xbb\xbf")
+        if not stripped:
+            return None
+        data, self._sniff = self._sniff, b""
+        if stripped[:1] in (b"{", b"["):
+            self._decoder = JsonLinesDecoder(max_line_bytes=self._max_event_bytes)
+            set_framing = getattr(self.provider, "set_framing", None)
+            if set_framing is not None:
+                set_framing("jsonl")
+        else:
+            self._decoder = SSEDecoder(max_event_bytes=self._max_event_bytes)
+        return data
+
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[Event]:
+        """Decode one chunk; returns its events. Check ``pending`` afterwards."""
+        if isinstance(chunk, str):
+            raise TypeError(
+                "expected bytes, got str: pass the raw response bytes (httpx: iter_bytes())"
+            )
+        self.bytes_seen += len(chunk)
+        out: list[Event] = []
+        if self._decoder is None:
+            data = self._choose_framing(bytes(chunk))
+            if data is None:
+                return out
+            chunk = data
+        assert self._decoder is not None
+        try:
+            frames = self._decoder.feed(chunk)
+        except ProtocolError as exc:
+            self._run(exc.events, out)
+            if self.pending is None:
+                exc.provider = exc.provider or self.provider.name
+                self.pending = exc
+            return out
+        self._run(frames, out)
+        return out
+
+    def close(self) -> list[Event]:
+        """End of input: flush the decoder and let the provider check the ending."""
+        out: list[Event] = []
+        if self.closed:
+            return out
+        self.closed = True
+        if self._decoder is None:
+            data = self._sniff
+            self._sniff = b""
+            if data.strip():
+                self._decoder = SSEDecoder(max_event_bytes=self._max_event_bytes)
+                out.extend(self.feed(data))
+                if self.pending is not None:
+                    return out
+        frames: list[Any] = []
+        if self._decoder is not None:
+            try:
+                frames = self._decoder.close()
+            except ProtocolError as exc:
+                frames = exc.events
+                self.pending = exc
+        self._run(frames, out)
+        if self.pending is None:
+            try:
+                self.provider.finish(out)
+            except StreamfoldError as exc:
+                self.pending = exc
+        return out
+
+    @property
+    def dropped_partial(self) -> bool:
+        """An unterminated SSE event was discarded at the end of input."""
+        dec = self._decoder
+        return bool(isinstance(dec, SSEDecoder) and self.closed and dec.dropped_partial)
+
+    def _run(self, frames: list[Any], out: list[Event]) -> None:
+        if self.pending is not None:
+            return
+        provider = self.provider
+        handle = provider.handle
+        try:
+            for frame in frames:
+                provider.position += 1
+                handle(frame, out)
+        except StreamfoldError as exc:
+            self.pending = exc
+        self.frames_seen += len(frames)
+
+    def raise_pending(self) -> None:
+        if self.pending is not None:
+            exc, self.pending = self.pending, None
+            raise exc
+
+    def incomplete_error(self) -> IncompleteStreamError:
+        name = self.provider.name
+        return IncompleteStreamError(
+            f"{name}: the stream ended after {self.bytes_seen} bytes without the provider's "
+            "terminal event; the answer may be cut short",
+            provider=name,
+            position=self.bytes_seen,
+        )

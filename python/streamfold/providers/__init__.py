@@ -1,0 +1,47 @@
+"""One module per wire format. ``get_provider(name)`` makes a fresh provider instance."""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Provider
+
+__all__ = ["PROVIDER_NAMES", "Provider", "get_provider"]
+
+# name -> (module, class). Modules are imported on first use.
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "openai": ("openai_chat", "OpenAIChat"),
+    "openai-chat": ("openai_chat", "OpenAIChat"),
+    "mistral": ("openai_chat", "Mistral"),
+    "cohere-v2": ("cohere_v2", "CohereV2"),
+    "cohere-v1": ("cohere_v1", "CohereV1"),
+    "anthropic": ("anthropic", "Anthropic"),
+    "openai-responses": ("openai_responses", "OpenAIResponses"),
+    "gemini": ("gemini", "Gemini"),
+    "onecortex": ("onecortex", "Onecortex"),
+    "clouisle": ("clouisle", "Clouisle"),
+}
+
+#: Every name ``provider=`` accepts.
+PROVIDER_NAMES: tuple[str, ...] = (*_REGISTRY, "auto")
+
+
+def provider_class(name: str) -> type[Provider]:
+    try:
+        module_name, class_name = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown provider {name!r}; expected one of: {', '.join(PROVIDER_NAMES)}"
+        ) from None
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    cls: type[Provider] = getattr(module, class_name)
+    return cls
+
+
+def get_provider(name: str, *, strict: bool = False) -> Provider:
+    """A new provider instance for ``name`` (``"auto"`` detects from the first frames)."""
+    if name == "auto":
+        from .auto import AutoProvider
+
+        return AutoProvider(strict=strict)
+    return provider_class(name)(strict=strict)

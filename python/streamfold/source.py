@@ -1,0 +1,66 @@
+"""Where the bytes come from: any iterable of bytes, or an HTTP client's response.
+
+``sync_byte_chunks`` / ``async_byte_chunks`` are context managers yielding an iterator of
+bytes and closing whatever they opened when the caller stops early or raises.
+HTTP client support (httpx, aiohttp) lives in :mod:`streamfold.http` and is imported only when
+a response object is passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
+
+__all__ = ["async_byte_chunks", "sync_byte_chunks"]
+
+
+def _refuse_str(source: object) -> None:
+    if isinstance(source, (str, bytes, bytearray, memoryview)):
+        kind = type(source).__name__
+        raise TypeError(
+            f"expected an iterable of bytes chunks, got {kind}: wrap a whole body as [body]"
+            if kind != "str"
+            else "expected an iterable of bytes chunks, got str: pass the raw response bytes"
+        )
+
+
+@contextlib.contextmanager
+def sync_byte_chunks(source: Any, provider: str) -> Iterator[Iterator[bytes]]:
+    _refuse_str(source)
+    if not isinstance(source, Iterable) or _looks_like_response(source):
+        from .http import sync_response_chunks
+
+        with sync_response_chunks(source, provider) as it:
+            yield it
+        return
+    iterator = iter(source)
+    try:
+        yield iterator
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
+@contextlib.asynccontextmanager
+async def async_byte_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
+    _refuse_str(source)
+    if not isinstance(source, AsyncIterable) or _looks_like_response(source):
+        from .http import async_response_chunks
+
+        async with async_response_chunks(source, provider) as it:
+            yield it
+        return
+    iterator = aiter(source)
+    try:
+        yield iterator
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _looks_like_response(source: object) -> bool:
+    module = type(source).__module__
+    return module.startswith(("httpx", "aiohttp"))

@@ -1,0 +1,9 @@
+//! streamfold's native core: spec-exact SSE and JSON-lines framing, and incremental JSON
+//! accumulation. Nothing here depends on Python; the bindings live in [`python`], behind the
+//! `python` feature, so `cargo test` and the benches run without an interpreter.
+
+pub mod jsonl;
+pub mod sse;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,17 @@
+//! The Python bindings: the only module that uses pyo3. Decoders are frozen pyclasses over a
+//! mutex, so sharing one between threads serialises instead of racing, free-threaded or not.
+
+mod errors;
+mod sse;
+
+#[pyo3::pymodule(gil_used = false)]
+mod _core {
+    #[pymodule_export]
+    use super::sse::{JsonLinesDecoder, SSEDecoder, ServerSentEvent};
+
+    #[pymodule_init]
+    fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+        use pyo3::types::PyModuleMethods;
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}
