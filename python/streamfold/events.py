@@ -13,6 +13,26 @@ to share. ``choice`` is the OpenAI choice index (``n>1``); 0 everywhere else.
 Block indices are unique within a choice and are what deltas refer to. Providers that key tool
 calls some other way (OpenAI ``tool_calls[].index``, an id, an output index) are mapped to block
 indices by the provider module, in order of appearance.
+
+What providers promise and the fold relies on:
+
+* Every choice (OpenAI ``n>1``) opens with a ``MessageStart(choice=i)``; every other
+  provider sends exactly one ``MessageStart`` (choice 0), synthesized if the wire has none.
+* ``MessageEnd`` is the provider's terminal event for its choice (OpenAI: the chunk with a
+  ``finish_reason``; Anthropic: ``message_stop``, with the ``stop_reason`` of the preceding
+  ``message_delta``; Cohere v2 ``message-end``; Cohere v1 ``stream-end``; Responses
+  ``response.completed``/``incomplete``; Gemini a candidate ``finishReason``; Onecortex
+  ``done``; Clouisle ``message_end``). Its ``finish_reason`` is already normalized by the
+  provider's own mapping table; the fold only turns ``stop`` into ``tool_calls`` when the
+  message holds tool calls. A message is complete when each choice that started has ended,
+  and, when a durable run reported ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
+* Provider errors (error events, Cohere ``ERROR`` finish, Responses ``failed``, Gemini error
+  chunk, Onecortex/Clouisle ``error``) are raised as ``StreamError``, not emitted as events.
+* ``UsageUpdate.usage`` is the provider's current total, already merged (Anthropic's
+  ``message_delta`` over ``message_start``); the fold keeps the last one.
+* Tool-call ``BlockDelta`` texts are fragments of the arguments' JSON text; a call that arrives
+  whole has ``BlockStart(kind="tool_call", complete=True, arguments=<parsed>)`` and a
+  ``BlockEnd`` right after.
 """
 
 from __future__ import annotations
