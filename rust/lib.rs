@@ -2,6 +2,7 @@
 //! accumulation. Nothing here depends on Python; the bindings live in [`python`], behind the
 //! `python` feature, so `cargo test` and the benches run without an interpreter.
 
+pub mod json;
 pub mod jsonl;
 pub mod sse;
 

@@ -5,6 +5,11 @@
 //! borrowed slices, so the caller (the Python binding) builds its objects straight from the
 //! decoder's buffers. Field values are streamed into their destination buffer as they arrive:
 //! there is no line buffer, so a 16 MiB `data:` line costs one 16 MiB buffer, not two.
+//!
+//! Bytes are decoded as UTF-8 per field value rather than per stream. That is the same as
+//! decoding the stream first: every byte the line and field syntax looks at (CR, LF, `:`, space)
+//! is ASCII, and an ASCII byte never continues a multi-byte sequence, so a split there cannot
+//! change how the bytes around it decode (invalid sequences become U+FFFD either way).
 
 use std::borrow::Cow;
 
@@ -14,6 +19,8 @@ pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// The longest field name the spec knows (`event`, `retry`); longer names are ignored early.
 const MAX_KNOWN_FIELD_NAME: usize = 5;
+/// A data buffer larger than this is freed after its event rather than kept for reuse.
+const KEEP_DATA_CAPACITY: usize = 1 << 20;
 
 /// One dispatched event, borrowing the decoder's buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +54,11 @@ impl From<EventRef<'_>> for Event {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SseError {
-    /// An event's data (or one field value) grew past the configured limit.
+    /// An event's data (or one field value) grew past the configured limit. `offset` is the
+    /// stream offset of the first byte beyond it; the event is dropped and decoding resumes
+    /// with the next one.
     EventTooLarge { limit: usize, offset: u64 },
 }
 
@@ -66,6 +75,9 @@ impl std::fmt::Display for SseError {
 }
 
 impl std::error::Error for SseError {}
+
+/// What a decoder hands its sink, in stream order: an event, or an error where it happened.
+pub type Frame<'a> = Result<EventRef<'a>, SseError>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -92,7 +104,7 @@ impl Field {
 enum LineState {
     /// Nothing of the current line seen yet.
     Start,
-    /// Reading the field name (before any colon).
+    /// Reading the field name (before any colon); `name` holds what came so far.
     Name,
     /// Just after the colon: one leading space is still to be removed.
     AfterColon(Field),
@@ -107,11 +119,15 @@ pub struct SseDecoder {
     max_event_bytes: usize,
     line: LineState,
     name: Vec<u8>,
+    /// The value of an `event`, `id` or `retry` line (data goes straight to `data`).
     value: Vec<u8>,
     data: Vec<u8>,
-    /// Any `data` field seen in this block (an empty `data:` line still makes an event).
+    /// Any `data` field seen in this block: the spec's "data buffer is not empty".
     has_data: bool,
     event_type: String,
+    /// The spec's "last event ID buffer": set by `id:` lines, committed at each blank line.
+    id_buffer: String,
+    /// The spec's "last event ID string": what events carry and reconnection would send.
     last_event_id: String,
     /// `retry` given within the current block.
     block_retry: Option<u64>,
@@ -121,14 +137,22 @@ pub struct SseDecoder {
     oversized: bool,
     /// The previous chunk ended with CR: an LF at the start of the next one is part of it.
     pending_cr: bool,
-    /// Still looking at the first bytes for a byte order mark.
-    bom_checking: bool,
+    stage: Stage,
+    /// The first bytes, while they may still be a byte order mark.
     bom_held: Vec<u8>,
-    /// Bytes consumed so far, for error positions.
+    /// Stream offset of the next byte to process, for error positions.
     offset: u64,
-    /// After `close()`: whether an unterminated event was discarded.
-    dropped_partial: bool,
-    closed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Still looking at the first bytes for a byte order mark.
+    Start,
+    Body,
+    /// `close()` was called; whether an unterminated event was discarded then.
+    Closed {
+        dropped_partial: bool,
+    },
 }
 
 impl Default for SseDecoder {
@@ -142,28 +166,30 @@ impl SseDecoder {
         SseDecoder {
             max_event_bytes,
             line: LineState::Start,
-            name: Vec::new(),
+            name: Vec::with_capacity(MAX_KNOWN_FIELD_NAME),
             value: Vec::new(),
             data: Vec::new(),
             has_data: false,
             event_type: String::new(),
+            id_buffer: String::new(),
             last_event_id: String::new(),
             block_retry: None,
             retry: None,
             oversized: false,
             pending_cr: false,
-            bom_checking: true,
-            bom_held: Vec::with_capacity(3),
+            stage: Stage::Start,
+            bom_held: Vec::with_capacity(BOM.len()),
             offset: 0,
-            dropped_partial: false,
-            closed: false,
         }
     }
 
+    /// The last event id committed by a blank line (an `id:` of an unfinished block does not
+    /// count yet).
     pub fn last_event_id(&self) -> &str {
         &self.last_event_id
     }
 
+    /// The reconnection time in milliseconds: the last valid `retry` field of the stream.
     pub fn retry(&self) -> Option<u64> {
         self.retry
     }
@@ -174,85 +200,86 @@ impl SseDecoder {
 
     /// Whether `close()` discarded an event that was not terminated by a blank line.
     pub fn dropped_partial(&self) -> bool {
-        self.dropped_partial
+        matches!(
+            self.stage,
+            Stage::Closed {
+                dropped_partial: true
+            }
+        )
     }
 
     /// Bytes fed so far.
     pub fn position(&self) -> u64 {
-        self.offset
+        self.offset + self.bom_held.len() as u64
     }
 
-    /// Feed one chunk; every event completed by it goes to `sink`, in order. On an oversized
-    /// event the events before it have been delivered, the error is returned, and decoding
-    /// resumes at the next event (the oversized one is dropped).
-    pub fn feed<F: FnMut(EventRef<'_>)>(&mut self, chunk: &[u8], sink: &mut F) -> Result<(), SseError> {
-        let mut first_error = None;
-        let mut rest = chunk;
-        if self.bom_checking {
-            rest = self.strip_bom(rest, sink, &mut first_error);
+    pub fn is_closed(&self) -> bool {
+        matches!(self.stage, Stage::Closed { .. })
+    }
+
+    /// Feed one chunk; every event it completes, and every error, goes to `sink` in stream
+    /// order. An oversized event is reported where it overflowed and dropped; decoding
+    /// resumes with the next event. Feeding a closed decoder does nothing.
+    pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: &mut F) {
+        match self.stage {
+            Stage::Start => {
+                let rest = self.strip_bom(chunk, sink);
+                self.feed_body(rest, sink);
+            }
+            Stage::Body => self.feed_body(chunk, sink),
+            Stage::Closed { .. } => {}
         }
-        self.feed_body(rest, sink, &mut first_error);
-        first_error.map_or(Ok(()), Err)
     }
 
     /// End of input. Per the spec an event not closed by a blank line is discarded; whether that
-    /// happened is reported by [`SseDecoder::dropped_partial`]. Returns the events dispatched
-    /// while flushing (always none for SSE, kept for symmetry with the JSON-lines decoder).
-    pub fn close<F: FnMut(EventRef<'_>)>(&mut self, sink: &mut F) -> Result<(), SseError> {
-        let mut first_error = None;
-        if self.bom_checking {
-            self.bom_checking = false;
+    /// happened is reported by [`SseDecoder::dropped_partial`]. Nothing is ever dispatched here
+    /// (the sink is for symmetry with the JSON-lines decoder). Closing twice does nothing.
+    pub fn close<F: FnMut(Frame<'_>)>(&mut self, sink: &mut F) {
+        if self.is_closed() {
+            return;
+        }
+        if self.stage == Stage::Start {
+            self.stage = Stage::Body;
             // 1 or 2 bytes of a would-be BOM are ordinary (invalid) content after all.
             let held = std::mem::take(&mut self.bom_held);
-            self.feed_body(&held, sink, &mut first_error);
+            self.feed_body(&held, sink);
         }
         let data_line_open = match self.line {
             LineState::AfterColon(Field::Data) | LineState::Value(Field::Data) => true,
             LineState::Name => self.name == b"data",
             _ => false,
         };
-        self.dropped_partial = self.has_data || data_line_open;
+        let dropped_partial = !self.oversized && (self.has_data || data_line_open);
         self.reset_block();
         self.line = LineState::Start;
         self.name.clear();
-        self.value.clear();
-        self.closed = true;
-        first_error.map_or(Ok(()), Err)
+        self.value = Vec::new();
+        self.data = Vec::new();
+        self.stage = Stage::Closed { dropped_partial };
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
-
-    fn strip_bom<'c, F: FnMut(EventRef<'_>)>(
-        &mut self,
-        chunk: &'c [u8],
-        sink: &mut F,
-        err: &mut Option<SseError>,
-    ) -> &'c [u8] {
+    /// Holds back the first bytes until they are known to be, or not to be, a BOM.
+    fn strip_bom<'c, F: FnMut(Frame<'_>)>(&mut self, chunk: &'c [u8], sink: &mut F) -> &'c [u8] {
         let mut used = 0;
-        while self.bom_held.len() < 3 && used < chunk.len() {
+        while self.bom_held.len() < BOM.len() && used < chunk.len() {
             self.bom_held.push(chunk[used]);
             used += 1;
             if self.bom_held[..] != BOM[..self.bom_held.len()] {
-                // Not a BOM: what we held is ordinary content.
-                self.bom_checking = false;
+                self.stage = Stage::Body;
                 let held = std::mem::take(&mut self.bom_held);
-                self.feed_body(&held, sink, err);
+                self.feed_body(&held, sink);
                 return &chunk[used..];
             }
         }
-        if self.bom_held.len() == 3 {
-            self.bom_checking = false;
+        if self.bom_held.len() == BOM.len() {
+            self.stage = Stage::Body;
             self.bom_held.clear();
-            self.offset += 3;
+            self.offset += BOM.len() as u64;
         }
-        // Otherwise the chunk ended inside what may still be a BOM: the held bytes are counted
-        // once they are dropped or processed.
         &chunk[used..]
     }
 
-    fn feed_body<F: FnMut(EventRef<'_>)>(&mut self, mut chunk: &[u8], sink: &mut F, err: &mut Option<SseError>) {
+    fn feed_body<F: FnMut(Frame<'_>)>(&mut self, mut chunk: &[u8], sink: &mut F) {
         if self.pending_cr && !chunk.is_empty() {
             self.pending_cr = false;
             if let Some((&b'\n', tail)) = chunk.split_first() {
@@ -260,71 +287,67 @@ impl SseDecoder {
                 self.offset += 1;
             }
         }
-        while !chunk.is_empty() {
-            match memchr::memchr2(b'\r', b'\n', chunk) {
-                Some(end) => {
-                    self.line_content(&chunk[..end], err);
-                    self.offset += end as u64;
-                    let mut consumed = end + 1;
-                    if chunk[end] == b'\r' {
-                        match chunk.get(end + 1) {
-                            Some(b'\n') => consumed += 1,
-                            Some(_) => {}
-                            None => self.pending_cr = true,
-                        }
+        while let Some(end) = memchr::memchr2(b'\r', b'\n', chunk) {
+            self.line_content(&chunk[..end], sink);
+            self.offset += end as u64;
+            self.line_end(sink);
+            let terminator = if chunk[end] == b'\r' {
+                match chunk.get(end + 1) {
+                    Some(b'\n') => 2,
+                    Some(_) => 1,
+                    None => {
+                        self.pending_cr = true;
+                        1
                     }
-                    self.offset += (consumed - end) as u64;
-                    self.line_end(sink);
-                    chunk = &chunk[consumed..];
                 }
-                None => {
-                    self.line_content(chunk, err);
-                    self.offset += chunk.len() as u64;
-                    chunk = &[];
-                }
-            }
+            } else {
+                1
+            };
+            self.offset += terminator as u64;
+            chunk = &chunk[end + terminator..];
         }
+        self.line_content(chunk, sink);
+        self.offset += chunk.len() as u64;
     }
 
-    /// Bytes of the current line (no line terminator among them).
-    fn line_content(&mut self, mut bytes: &[u8], err: &mut Option<SseError>) {
-        let (start, len) = (self.offset, bytes.len());
+    /// Bytes of the current line (no line terminator among them), starting at `self.offset`.
+    fn line_content<F: FnMut(Frame<'_>)>(&mut self, mut bytes: &[u8], sink: &mut F) {
+        let mut at = self.offset;
         while !bytes.is_empty() {
             match self.line {
                 LineState::Start | LineState::Name => {
-                    if let Some(colon) = memchr::memchr(b':', bytes) {
-                        if self.line == LineState::Start && colon == 0 {
-                            self.line = LineState::Discard; // a comment
-                            return;
-                        }
-                        self.name.extend_from_slice(&bytes[..colon]);
-                        let field = Field::from_name(&self.name);
-                        self.line = if field == Field::Ignored {
-                            LineState::Discard
-                        } else {
-                            LineState::AfterColon(field)
-                        };
-                        bytes = &bytes[colon + 1..];
-                    } else {
-                        self.name.extend_from_slice(bytes);
-                        // No known field name is this long: nothing on this line can matter.
-                        self.line = if self.name.len() > MAX_KNOWN_FIELD_NAME {
-                            LineState::Discard
-                        } else {
-                            LineState::Name
-                        };
+                    let colon = memchr::memchr(b':', bytes);
+                    if colon == Some(0) && self.line == LineState::Start {
+                        self.line = LineState::Discard; // a comment
                         return;
                     }
+                    let name = &bytes[..colon.unwrap_or(bytes.len())];
+                    if self.name.len() + name.len() > MAX_KNOWN_FIELD_NAME {
+                        // No field the spec knows has a name this long.
+                        self.line = LineState::Discard;
+                        return;
+                    }
+                    self.name.extend_from_slice(name);
+                    let Some(colon) = colon else {
+                        self.line = LineState::Name;
+                        return;
+                    };
+                    self.line = match Field::from_name(&self.name) {
+                        Field::Ignored => LineState::Discard,
+                        field => LineState::AfterColon(field),
+                    };
+                    bytes = &bytes[colon + 1..];
+                    at += colon as u64 + 1;
                 }
                 LineState::AfterColon(field) => {
                     if bytes[0] == b' ' {
                         bytes = &bytes[1..];
+                        at += 1;
                     }
                     self.line = LineState::Value(field);
                 }
                 LineState::Value(field) => {
-                    let at = start + (len - bytes.len()) as u64;
-                    self.append_value(field, bytes, at, err);
+                    self.append_value(field, bytes, at, sink);
                     return;
                 }
                 LineState::Discard => return,
@@ -333,81 +356,93 @@ impl SseDecoder {
     }
 
     /// `at` is the stream offset of `bytes[0]`.
-    fn append_value(&mut self, field: Field, bytes: &[u8], at: u64, err: &mut Option<SseError>) {
-        match field {
-            Field::Data => {
-                if self.oversized {
-                    return;
-                }
-                if self.data.len() + bytes.len() > self.max_event_bytes {
-                    self.overflow(at, self.data.len(), err);
-                    return;
-                }
-                self.data.extend_from_slice(bytes);
-            }
-            Field::Event | Field::Id | Field::Retry => {
-                if self.value.len() + bytes.len() > self.max_event_bytes {
-                    self.overflow(at, self.value.len(), err);
-                    self.value.clear();
-                    self.line = LineState::Discard;
-                    return;
-                }
-                self.value.extend_from_slice(bytes);
-            }
-            Field::Ignored => {}
+    fn append_value<F: FnMut(Frame<'_>)>(
+        &mut self,
+        field: Field,
+        bytes: &[u8],
+        at: u64,
+        sink: &mut F,
+    ) {
+        if self.oversized {
+            self.line = LineState::Discard;
+            return;
         }
+        let buffer = if field == Field::Data {
+            &mut self.data
+        } else {
+            &mut self.value
+        };
+        let room = self.max_event_bytes.saturating_sub(buffer.len());
+        if bytes.len() > room {
+            self.overflow(at + room as u64, sink);
+            return;
+        }
+        buffer.extend_from_slice(bytes);
     }
 
+    /// The current event broke the limit at stream offset `offset`: report it, drop the event.
     #[cold]
-    fn overflow(&mut self, at: u64, held: usize, err: &mut Option<SseError>) {
-        // The offset of the first byte beyond the limit.
-        let offset = at + (self.max_event_bytes.saturating_sub(held)) as u64;
-        if err.is_none() {
-            *err = Some(SseError::EventTooLarge {
-                limit: self.max_event_bytes,
-                offset,
-            });
-        }
+    fn overflow<F: FnMut(Frame<'_>)>(&mut self, offset: u64, sink: &mut F) {
+        sink(Err(SseError::EventTooLarge {
+            limit: self.max_event_bytes,
+            offset,
+        }));
         self.oversized = true;
-        self.data = Vec::new(); // release the memory, not just the length
+        self.line = LineState::Discard;
+        // Release the memory, not just the length: the limit bounds what the decoder holds.
+        self.data = Vec::new();
+        self.value = Vec::new();
     }
 
-    fn line_end<F: FnMut(EventRef<'_>)>(&mut self, sink: &mut F) {
+    fn line_end<F: FnMut(Frame<'_>)>(&mut self, sink: &mut F) {
         let state = std::mem::replace(&mut self.line, LineState::Start);
         match state {
             LineState::Start => self.dispatch(sink),
             LineState::Name => {
+                // A line without a colon: the whole line is the name, the value is empty.
                 let field = Field::from_name(&self.name);
                 self.value.clear();
-                self.apply(field);
+                self.apply(field, sink);
             }
-            LineState::AfterColon(field) | LineState::Value(field) => self.apply(field),
+            LineState::AfterColon(field) | LineState::Value(field) => self.apply(field, sink),
             LineState::Discard => {}
         }
         self.name.clear();
         self.value.clear();
     }
 
-    fn apply(&mut self, field: Field) {
+    fn apply<F: FnMut(Frame<'_>)>(&mut self, field: Field, sink: &mut F) {
         match field {
             Field::Data => {
                 self.has_data = true;
-                if !self.oversized {
+                if self.oversized {
+                    return;
+                }
+                // The LF ends up inside the data unless it is the last one, which dispatch
+                // removes: only a full buffer followed by more data breaks the limit.
+                if self.data.len() > self.max_event_bytes {
+                    self.overflow(self.offset, sink);
+                } else {
                     self.data.push(b'\n');
                 }
             }
-            Field::Event => self.event_type = String::from_utf8_lossy(&self.value).into_owned(),
+            Field::Event => {
+                self.event_type.clear();
+                self.event_type
+                    .push_str(&String::from_utf8_lossy(&self.value));
+            }
             Field::Id => {
                 if !self.value.contains(&0) {
-                    self.last_event_id = String::from_utf8_lossy(&self.value).into_owned();
+                    self.id_buffer.clear();
+                    self.id_buffer
+                        .push_str(&String::from_utf8_lossy(&self.value));
                 }
             }
             Field::Retry => {
                 if !self.value.is_empty() && self.value.iter().all(u8::is_ascii_digit) {
-                    let ms = self
-                        .value
-                        .iter()
-                        .fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+                    let ms = self.value.iter().fold(0u64, |acc, d| {
+                        acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                    });
                     self.retry = Some(ms);
                     self.block_retry = Some(ms);
                 }
@@ -416,9 +451,11 @@ impl SseDecoder {
         }
     }
 
-    fn dispatch<F: FnMut(EventRef<'_>)>(&mut self, sink: &mut F) {
-        // The last event id is committed at every blank line; it lives in `last_event_id`
-        // already, so there is nothing more to do for it here.
+    fn dispatch<F: FnMut(Frame<'_>)>(&mut self, sink: &mut F) {
+        // Step 1: the last event id is committed at every blank line, dispatch or not.
+        if self.last_event_id != self.id_buffer {
+            self.last_event_id.clone_from(&self.id_buffer);
+        }
         if self.has_data && !self.oversized {
             if self.data.last() == Some(&b'\n') {
                 self.data.pop();
@@ -429,19 +466,19 @@ impl SseDecoder {
             } else {
                 self.event_type.as_str()
             };
-            sink(EventRef {
+            sink(Ok(EventRef {
                 event,
                 data: &data,
                 id: &self.last_event_id,
                 retry: self.block_retry,
-            });
+            }));
         }
         self.reset_block();
     }
 
     fn reset_block(&mut self) {
         self.data.clear();
-        if self.data.capacity() > 1 << 20 {
+        if self.data.capacity() > KEEP_DATA_CAPACITY {
             // Do not keep a huge buffer alive after one big event.
             self.data = Vec::new();
         }
@@ -452,18 +489,47 @@ impl SseDecoder {
     }
 }
 
-/// Decode a whole stream at once into owned events (tests, fuzzing, the Rust bench).
-pub fn decode_all(input: &[u8], max_event_bytes: usize) -> (Vec<Event>, Vec<SseError>) {
+/// Everything a stream decodes to, in owned form (tests, fuzzing, the Rust bench).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// Events and errors in stream order.
+    pub frames: Vec<Result<Event, SseError>>,
+    pub dropped_partial: bool,
+    pub last_event_id: String,
+    pub retry: Option<u64>,
+}
+
+/// Decode a stream given as consecutive chunks, then close it.
+pub fn decode_chunks<'a, I>(chunks: I, max_event_bytes: usize) -> Decoded
+where
+    I: IntoIterator<Item = &'a [u8]>,
+{
     let mut dec = SseDecoder::new(max_event_bytes);
-    let mut out = Vec::new();
+    let mut frames = Vec::new();
+    let mut sink = |f: Frame<'_>| frames.push(f.map(Event::from));
+    for chunk in chunks {
+        dec.feed(chunk, &mut sink);
+    }
+    dec.close(&mut sink);
+    Decoded {
+        frames,
+        dropped_partial: dec.dropped_partial(),
+        last_event_id: dec.last_event_id().to_owned(),
+        retry: dec.retry(),
+    }
+}
+
+/// Decode a whole stream at once into owned events and errors.
+pub fn decode_all(input: &[u8], max_event_bytes: usize) -> (Vec<Event>, Vec<SseError>) {
+    let mut events = Vec::new();
     let mut errors = Vec::new();
-    if let Err(e) = dec.feed(input, &mut |e| out.push(Event::from(e))) {
-        errors.push(e);
+    for frame in decode_chunks([input], max_event_bytes).frames {
+        match frame {
+            Ok(e) => events.push(e),
+            Err(e) => errors.push(e),
+        }
     }
-    if let Err(e) = dec.close(&mut |e| out.push(Event::from(e))) {
-        errors.push(e);
-    }
-    (out, errors)
+    (events, errors)
 }
 
 #[cfg(test)]

@@ -41,20 +41,36 @@ from .events import (
     Unknown,
     UsageUpdate,
 )
+from .fold import afold, fold
+from .folder import Folder
 from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
+from .http import AsyncEventStream, EventStream, astream, stream
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
+from .resumable import (
+    Cursor,
+    IdleTimeoutError,
+    aevents_resumable,
+    afold_resumable,
+    events_resumable,
+    fold_resumable,
+)
 
 __all__ = [
     "PROVIDER_NAMES",
+    "AsyncEventStream",
     "Block",
     "BlockDelta",
     "BlockEnd",
     "BlockStart",
     "Citation",
     "CitationAdded",
+    "Cursor",
     "Event",
+    "EventStream",
+    "Folder",
+    "IdleTimeoutError",
     "IncompleteJsonError",
     "IncompleteStreamError",
     "InvalidJsonError",
@@ -83,9 +99,17 @@ __all__ = [
     "Usage",
     "UsageUpdate",
     "aevents",
+    "aevents_resumable",
+    "afold",
+    "afold_resumable",
     "aiter_json_lines",
     "aiter_sse",
+    "astream",
     "events",
+    "events_resumable",
+    "fold",
+    "fold_resumable",
     "iter_json_lines",
     "iter_sse",
+    "stream",
 ]

@@ -95,6 +95,7 @@ class StreamError(StreamfoldError):
         status: int | None = None,
         retryable_without_duplicate: bool = False,
         position: int | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -105,6 +106,8 @@ class StreamError(StreamfoldError):
         self.status = status
         self.retryable_without_duplicate = retryable_without_duplicate
         self.position = position
+        #: For an HTTP error status: the server's ``Retry-After``, in seconds.
+        self.retry_after = retry_after
 
 
 class _JsonError(StreamfoldError, ValueError):

@@ -120,6 +120,9 @@ class BlockDelta(Event):
     kind: BlockKind
     text: str
     choice: int = 0
+    #: Token log-probabilities of this delta's text as the provider sent them (OpenAI Chat
+    #: ``choices[].logprobs``, Responses ``output_text.delta.logprobs``); ``None`` when absent.
+    logprobs: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,6 +144,10 @@ class BlockEnd(Event):
     index: int
     kind: BlockKind
     choice: int = 0
+    #: The block's final payload when the provider sends one at its close (Responses
+    #: ``output_item.done`` item: reasoning summary and encrypted content, a built-in tool's
+    #: action); it replaces ``BlockStart.data``.
+    data: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,7 +247,11 @@ class Notice(Event):
 
     ``kind`` is one of: ``ping``, ``compression_start``, ``compression_end``,
     ``output_truncated``, ``iteration_cap_reached``, ``input_accepted``, ``debug``,
-    ``warning`` (a protocol violation recorded in non-strict mode), ``search_queries``.
+    ``warning`` (a protocol violation recorded in non-strict mode), ``search_queries``,
+    ``tool_progress`` (a provider-run tool's status: Responses ``web_search_call.searching``…),
+    ``logprobs`` (log-probabilities that came without text: ``data`` holds them),
+    ``rag_start`` (Clouisle retrieval began), ``provider_detected`` (``provider="auto"``: the
+    first event; ``data`` is the chosen provider's name).
     """
 
     type: ClassVar[str] = "notice"

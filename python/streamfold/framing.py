@@ -2,18 +2,25 @@
 
 One core, two façades: both wrap the same Rust decoder and only the transport read is awaited,
 so nothing here is asyncio-specific and trio works the same.
+
+When the decoder raises :class:`~streamfold.errors.ProtocolError` (an event over
+``max_event_bytes``, a JSON line that does not parse), the frames that came before it are
+yielded first and then the error is raised; they also stay in its ``events``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from ._core import JsonLinesDecoder, ServerSentEvent, SSEDecoder
+from .errors import ProtocolError
 
 __all__ = ["aiter_json_lines", "aiter_sse", "iter_json_lines", "iter_sse"]
 
 _Chunk = bytes | bytearray | memoryview
+_A = TypeVar("_A")
+_T = TypeVar("_T")
 
 
 def _refuse_str(chunks: object) -> None:
@@ -24,6 +31,14 @@ def _refuse_str(chunks: object) -> None:
         )
 
 
+def _frames(step: Callable[[_A], list[_T]], arg: _A) -> tuple[list[_T], ProtocolError | None]:
+    """One decoder call: its frames, and the error to raise once they are delivered."""
+    try:
+        return step(arg), None
+    except ProtocolError as exc:
+        return list(exc.events), exc
+
+
 def iter_sse(
     chunks: Iterable[_Chunk], *, max_event_bytes: int = 16 * 1024 * 1024
 ) -> Iterator[ServerSentEvent]:
@@ -31,8 +46,14 @@ def iter_sse(
     _refuse_str(chunks)
     decoder = SSEDecoder(max_event_bytes=max_event_bytes)
     for chunk in chunks:
-        yield from decoder.feed(chunk)
-    yield from decoder.close()
+        events, error = _frames(decoder.feed, chunk)
+        yield from events
+        if error is not None:
+            raise error
+    events, error = _frames(SSEDecoder.close, decoder)
+    yield from events
+    if error is not None:
+        raise error
 
 
 async def aiter_sse(
@@ -42,10 +63,16 @@ async def aiter_sse(
     _refuse_str(chunks)
     decoder = SSEDecoder(max_event_bytes=max_event_bytes)
     async for chunk in chunks:
-        for event in decoder.feed(chunk):
+        events, error = _frames(decoder.feed, chunk)
+        for event in events:
             yield event
-    for event in decoder.close():
+        if error is not None:
+            raise error
+    events, error = _frames(SSEDecoder.close, decoder)
+    for event in events:
         yield event
+    if error is not None:
+        raise error
 
 
 def iter_json_lines(
@@ -55,8 +82,14 @@ def iter_json_lines(
     _refuse_str(chunks)
     decoder = JsonLinesDecoder(max_line_bytes=max_line_bytes)
     for chunk in chunks:
-        yield from decoder.feed(chunk)
-    yield from decoder.close()
+        values, error = _frames(decoder.feed, chunk)
+        yield from values
+        if error is not None:
+            raise error
+    values, error = _frames(JsonLinesDecoder.close, decoder)
+    yield from values
+    if error is not None:
+        raise error
 
 
 async def aiter_json_lines(
@@ -66,7 +99,13 @@ async def aiter_json_lines(
     _refuse_str(chunks)
     decoder = JsonLinesDecoder(max_line_bytes=max_line_bytes)
     async for chunk in chunks:
-        for value in decoder.feed(chunk):
+        values, error = _frames(decoder.feed, chunk)
+        for value in values:
             yield value
-    for value in decoder.close():
+        if error is not None:
+            raise error
+    values, error = _frames(JsonLinesDecoder.close, decoder)
+    for value in values:
         yield value
+    if error is not None:
+        raise error

@@ -22,11 +22,15 @@ __all__ = [
 ]
 
 #: Normalized finish reasons; the provider's own value is kept in ``raw_finish_reason``.
-FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error", "other"]
+FinishReason = Literal[
+    "stop", "length", "tool_calls", "content_filter", "refusal", "error", "other"
+]
 
 #: Block kinds. ``server_tool`` is a provider-run tool (Anthropic web search, Responses
 #: ``web_search_call``) whose payload is kept in ``Block.data``.
-BlockKind = Literal["text", "reasoning", "tool_call", "tool_plan", "refusal", "server_tool", "other"]
+BlockKind = Literal[
+    "text", "reasoning", "tool_call", "tool_plan", "refusal", "server_tool", "other"
+]
 
 
 @dataclass(slots=True)
@@ -75,10 +79,13 @@ class ToolCall:
     block: int | None = None
     #: Provider extras needed to send the call back (e.g. Gemini ``thoughtSignature``).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: While the call is open: the best-effort value of the arguments so far
+    #: (``JsonAccumulator.partial``); ``None`` once the call has closed.
+    arguments_partial: Any = field(default=None, repr=False)
 
     def partial_arguments(self) -> Any:
         """Best-effort arguments while the call is open (see ``JsonAccumulator.partial``)."""
-        return self.arguments
+        return self.arguments if self.arguments_partial is None else self.arguments_partial
 
 
 @dataclass(slots=True)
@@ -96,6 +103,9 @@ class Block:
     tool_call: ToolCall | None = None
     citations: list[Citation] = field(default_factory=list)
     complete: bool = False
+    #: Provider extras needed to send the block back (``BlockStart.extra``: Responses item ids,
+    #: encrypted reasoning, ...).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -138,6 +148,8 @@ class Message:
     blocks: list[Block] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_plan: str = ""
+    #: Refusal blocks joined in block order (OpenAI ``refusal``).
+    refusal: str = ""
     #: Reasoning text joined in block order (signatures kept on the blocks).
     reasoning: str = ""
     citations: list[Citation] = field(default_factory=list)
@@ -146,6 +158,8 @@ class Message:
     steps: list[Step] = field(default_factory=list)
     #: Retrieved sources. ``None`` when retrieval did not run, ``[]`` when it found nothing.
     sources: list[Any] | None = None
+    #: Search queries the provider reported (``SourcesAdded.queries``).
+    search_queries: list[Any] = field(default_factory=list)
     media: list[Any] = field(default_factory=list)
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
@@ -163,7 +177,7 @@ class Message:
     #: Choice index (OpenAI ``n>1``); every choice is in ``choices``.
     choice: int = 0
     #: One message per choice, in choice order (this message among them).
-    choices: list[Message] = field(default_factory=list, repr=False)
+    choices: list[Message] = field(default_factory=list, repr=False, compare=False)
     #: The provider's error object, when the stream failed.
     error: Any = None
 

@@ -8,6 +8,7 @@ which the façades raise right after yielding them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ._core import JsonLinesDecoder, SSEDecoder
@@ -29,6 +30,7 @@ class Pipeline:
         "_sniff",
         "bytes_seen",
         "closed",
+        "frame_filter",
         "frames_seen",
         "pending",
         "provider",
@@ -40,6 +42,7 @@ class Pipeline:
         *,
         strict: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        frame_filter: Callable[[Any], bool] | None = None,
     ) -> None:
         self.provider = (
             get_provider(provider, strict=strict) if isinstance(provider, str) else provider
@@ -57,6 +60,9 @@ class Pipeline:
         self.bytes_seen = 0
         self.frames_seen = 0
         self.closed = False
+        #: Frames for which this returns False are skipped before the provider sees them
+        #: (resumable streams drop the events a server replays after a reconnection).
+        self.frame_filter = frame_filter
 
     @property
     def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
@@ -103,8 +109,12 @@ class Pipeline:
         self._run(frames, out)
         return out
 
-    def close(self) -> list[Event]:
-        """End of input: flush the decoder and let the provider check the ending."""
+    def close(self, *, finish: bool = True) -> list[Event]:
+        """End of input: flush the decoder and let the provider check the ending.
+
+        ``finish=False`` only flushes the decoder: the provider is not told the input ended
+        (a resumable stream whose connection dropped continues on a new pipeline).
+        """
         out: list[Event] = []
         if self.closed:
             return out
@@ -125,7 +135,7 @@ class Pipeline:
                 frames = exc.events
                 self.pending = exc
         self._run(frames, out)
-        if self.pending is None:
+        if self.pending is None and finish:
             try:
                 self.provider.finish(out)
             except StreamfoldError as exc:
@@ -143,6 +153,9 @@ class Pipeline:
             return
         provider = self.provider
         handle = provider.handle
+        if self.frame_filter is not None:
+            keep = self.frame_filter
+            frames = [frame for frame in frames if keep(frame)]
         try:
             for frame in frames:
                 provider.position += 1

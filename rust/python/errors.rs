@@ -8,13 +8,19 @@ use pyo3::types::{PyDict, PyType};
 static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
-    let module = ERRORS_MODULE.get_or_try_init(py, || py.import("streamfold.errors").map(Bound::unbind))?;
+    let module =
+        ERRORS_MODULE.get_or_try_init(py, || py.import("streamfold.errors").map(Bound::unbind))?;
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
 /// Build `streamfold.errors.<name>(message, **kwargs)` as a `PyErr`.
 #[cold]
-pub fn make_error(py: Python<'_>, name: &str, message: &str, kwargs: &[(&str, Bound<'_, PyAny>)]) -> PyErr {
+pub fn make_error(
+    py: Python<'_>,
+    name: &str,
+    message: &str,
+    kwargs: &[(&str, Bound<'_, PyAny>)],
+) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let cls = error_class(py, name)?;
         let kw = PyDict::new(py);

@@ -2,12 +2,15 @@
 //! mutex, so sharing one between threads serialises instead of racing, free-threaded or not.
 
 mod errors;
+mod json;
 mod sse;
 
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     #[pymodule_export]
     use super::sse::{JsonLinesDecoder, SSEDecoder, ServerSentEvent};
+    #[pymodule_export]
+    use super::json::{JsonAccumulator, JsonChange};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

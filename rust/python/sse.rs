@@ -1,19 +1,30 @@
 //! `SSEDecoder`, `ServerSentEvent` and `JsonLinesDecoder` for Python.
+//!
+//! One call per chunk: the decoder runs over the whole chunk and the frames come back as one
+//! list. Events are built straight from the decoder's buffers; the strings that repeat from
+//! event to event (types, ids) are made once per decoder and shared.
+//!
+//! Errors keep their place in the stream. `feed` returns the frames before the first error
+//! inside it; if there is an error, it is raised with those frames in `.events`, and whatever
+//! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString};
-use pyo3::IntoPyObjectExt;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple};
+use pyo3::{intern, IntoPyObjectExt};
 
 use super::errors::make_error;
 use crate::jsonl;
 use crate::sse::{self, EventRef, SseError};
 
 /// Parse JSON text into Python objects the way `json.loads` does (NaN and Infinity included).
-pub fn parse_json<'py>(py: Python<'py>, text: &[u8]) -> Result<Bound<'py, PyAny>, jiter::JsonError> {
+pub fn parse_json<'py>(
+    py: Python<'py>,
+    text: &[u8],
+) -> Result<Bound<'py, PyAny>, jiter::JsonError> {
     jiter::PythonParse {
         allow_inf_nan: true,
         cache_mode: jiter::StringCacheMode::Keys,
@@ -28,6 +39,7 @@ pub fn with_chunk_bytes<R>(chunk: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R)
         return Ok(f(b.as_bytes()));
     }
     if let Ok(b) = chunk.cast::<PyByteArray>() {
+        // A copy: another thread could resize the bytearray while we read it.
         return Ok(f(&b.to_vec()));
     }
     if chunk.is_instance_of::<PyMemoryView>() {
@@ -46,13 +58,27 @@ pub fn with_chunk_bytes<R>(chunk: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R)
     )))
 }
 
+fn poisoned(what: &str) -> PyErr {
+    PyRuntimeError::new_err(format!("{what} is unusable after a panic"))
+}
+
+fn closed(what: &str) -> PyErr {
+    PyValueError::new_err(format!("{what}.feed() after close()"))
+}
+
 /// One server-sent event, with the attribute names of httpx-sse.
-#[pyclass(frozen, module = "streamfold._core", eq)]
-#[derive(PartialEq)]
+#[pyclass(frozen, module = "streamfold._core", freelist = 64)]
 pub struct ServerSentEvent {
-    event: String,
-    data: String,
-    id: String,
+    /// The event type; `"message"` when the stream named none.
+    #[pyo3(get)]
+    event: Py<PyString>,
+    #[pyo3(get)]
+    data: Py<PyString>,
+    /// The last event id at the time this event was dispatched.
+    #[pyo3(get)]
+    id: Py<PyString>,
+    /// The `retry` value given inside this event's block, if any.
+    #[pyo3(get)]
     retry: Option<u64>,
 }
 
@@ -60,259 +86,441 @@ pub struct ServerSentEvent {
 impl ServerSentEvent {
     #[new]
     #[pyo3(signature = (event = None, data = None, id = None, retry = None))]
-    fn new(event: Option<String>, data: Option<String>, id: Option<String>, retry: Option<u64>) -> Self {
+    fn new(
+        py: Python<'_>,
+        event: Option<Bound<'_, PyString>>,
+        data: Option<Bound<'_, PyString>>,
+        id: Option<Bound<'_, PyString>>,
+        retry: Option<u64>,
+    ) -> Self {
+        let empty = || intern!(py, "").clone();
+        let event = event
+            .filter(|e| e.len().is_ok_and(|n| n > 0))
+            .unwrap_or_else(|| intern!(py, "message").clone());
         ServerSentEvent {
-            event: event.filter(|e| !e.is_empty()).unwrap_or_else(|| "message".to_owned()),
-            data: data.unwrap_or_default(),
-            id: id.unwrap_or_default(),
+            event: event.unbind(),
+            data: data.unwrap_or_else(empty).unbind(),
+            id: id.unwrap_or_else(empty).unbind(),
             retry,
         }
     }
 
-    /// The event type; `"message"` when the stream named none.
-    #[getter]
-    fn event(&self) -> &str {
-        &self.event
-    }
-
-    #[getter]
-    fn data(&self) -> &str {
-        &self.data
-    }
-
-    /// The last event id at the time this event was dispatched.
-    #[getter]
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The `retry` value given inside this event, if any.
-    #[getter]
-    fn retry(&self) -> Option<u64> {
-        self.retry
-    }
-
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        parse_json(py, self.data.as_bytes()).map_err(|e| {
+        // A temporary UTF-8 copy: asking the str for its UTF-8 form would cache one inside it.
+        let text = self.data.bind(py).encode_utf8()?;
+        parse_json(py, text.as_bytes()).map_err(|e| {
             let msg = format!(
-                "event {:?}: data is not valid JSON: {} at byte {} of the data",
-                self.event, e.error_type, e.index
+                "event {}: data is not valid JSON: {} at byte {} of the data",
+                self.event.bind(py),
+                e.error_type,
+                e.index
             );
-            make_error(py, "ProtocolError", &msg, &[("event", self.event.clone().into_bound_py_any(py).unwrap_or_else(|_| py.None().into_bound(py)))])
+            make_error(
+                py,
+                "ProtocolError",
+                &msg,
+                &[("event", self.event.bind(py).clone().into_any())],
+            )
         })
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "ServerSentEvent(event={:?}, data={:?}, id={:?}, retry={:?})",
-            self.event, self.data, self.id, self.retry
+    fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
+        let same = |a: &Py<PyString>, b: &Py<PyString>| PyAnyMethods::eq(a.bind(py).as_any(), b);
+        Ok(self.retry == other.retry
+            && same(&self.event, &other.event)?
+            && same(&self.data, &other.data)?
+            && same(&self.id, &other.id)?)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.astuple(py)?.hash()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "ServerSentEvent(event={}, data={}, id={}, retry={})",
+            self.event.bind(py).repr()?,
+            self.data.bind(py).repr()?,
+            self.id.bind(py).repr()?,
+            self.retry.into_bound_py_any(py)?.repr()?,
+        ))
+    }
+}
+
+impl ServerSentEvent {
+    fn astuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                self.event.bind(py).clone().into_any(),
+                self.data.bind(py).clone().into_any(),
+                self.id.bind(py).clone().into_any(),
+                self.retry.into_bound_py_any(py)?,
+            ],
         )
     }
 }
 
-impl From<EventRef<'_>> for ServerSentEvent {
-    fn from(e: EventRef<'_>) -> Self {
-        ServerSentEvent {
-            event: e.event.to_owned(),
-            data: e.data.to_owned(),
-            id: e.id.to_owned(),
+/// How many distinct event types a decoder keeps as ready-made strings.
+const TYPE_CACHE: usize = 16;
+
+/// The strings that repeat from event to event, made once per decoder.
+#[derive(Default)]
+struct Strings {
+    types: Vec<(Box<str>, Py<PyString>)>,
+    next_evicted: usize,
+    id: Option<(Box<str>, Py<PyString>)>,
+}
+
+impl Strings {
+    fn event_type(&mut self, py: Python<'_>, name: &str) -> Py<PyString> {
+        if name == "message" {
+            return intern!(py, "message").clone().unbind();
+        }
+        if let Some((_, s)) = self.types.iter().find(|(k, _)| **k == *name) {
+            return s.clone_ref(py);
+        }
+        let s = PyString::new(py, name).unbind();
+        let entry = (Box::from(name), s.clone_ref(py));
+        if self.types.len() < TYPE_CACHE {
+            self.types.push(entry);
+        } else {
+            self.types[self.next_evicted] = entry;
+            self.next_evicted = (self.next_evicted + 1) % TYPE_CACHE;
+        }
+        s
+    }
+
+    fn id(&mut self, py: Python<'_>, id: &str) -> Py<PyString> {
+        if id.is_empty() {
+            return intern!(py, "").clone().unbind();
+        }
+        match &self.id {
+            Some((k, s)) if **k == *id => s.clone_ref(py),
+            _ => {
+                let s = PyString::new(py, id).unbind();
+                self.id = Some((Box::from(id), s.clone_ref(py)));
+                s
+            }
+        }
+    }
+
+    fn event(&mut self, py: Python<'_>, e: EventRef<'_>) -> PyResult<Py<PyAny>> {
+        let event = ServerSentEvent {
+            event: self.event_type(py, e.event),
+            data: PyString::new(py, e.data).unbind(),
+            id: self.id(py, e.id),
             retry: e.retry,
+        };
+        Ok(Bound::new(py, event)?.into_any().unbind())
+    }
+}
+
+enum Item<E> {
+    Frame(Py<PyAny>),
+    Error(E),
+}
+
+/// The frames of one call: those before the first error, that error, and everything after it
+/// (which waits for the next call).
+struct Outbox<E> {
+    head: Vec<Py<PyAny>>,
+    error: Option<E>,
+    tail: Vec<Item<E>>,
+    /// A Python error while building a frame (out of memory): raised instead of the rest.
+    failure: Option<PyErr>,
+}
+
+impl<E> Outbox<E> {
+    fn new(backlog: Vec<Item<E>>) -> Self {
+        let mut out = Outbox {
+            head: Vec::new(),
+            error: None,
+            tail: Vec::new(),
+            failure: None,
+        };
+        for item in backlog {
+            out.push(item);
+        }
+        out
+    }
+
+    fn push(&mut self, item: Item<E>) {
+        if self.error.is_some() {
+            self.tail.push(item);
+            return;
+        }
+        match item {
+            Item::Frame(f) => self.head.push(f),
+            Item::Error(e) => self.error = Some(e),
+        }
+    }
+
+    fn push_frame(&mut self, frame: PyResult<Py<PyAny>>) {
+        match frame {
+            Ok(f) => self.push(Item::Frame(f)),
+            Err(e) => {
+                self.failure.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The list to return, or the error to raise with the frames before it; the rest of the
+    /// frames go back to `backlog`.
+    fn finish<'py>(
+        self,
+        py: Python<'py>,
+        backlog: &mut Vec<Item<E>>,
+        to_exception: impl FnOnce(Python<'py>, E, Bound<'py, PyList>) -> PyErr,
+    ) -> PyResult<Bound<'py, PyList>> {
+        *backlog = self.tail;
+        if let Some(failure) = self.failure {
+            return Err(failure);
+        }
+        let list = PyList::new(py, self.head)?;
+        match self.error {
+            None => Ok(list),
+            Some(e) => Err(to_exception(py, e, list)),
         }
     }
 }
 
-fn sse_error(py: Python<'_>, err: &SseError, events: &Bound<'_, PyList>) -> PyErr {
+struct SseState {
+    decoder: sse::SseDecoder,
+    strings: Strings,
+    backlog: Vec<Item<SseError>>,
+}
+
+fn sse_exception<'py>(py: Python<'py>, err: SseError, events: Bound<'py, PyList>) -> PyErr {
     let SseError::EventTooLarge { limit, offset } = err;
-    let kwargs = [
-        ("position", offset.into_bound_py_any(py)),
-        ("limit", limit.into_bound_py_any(py)),
-        ("events", Ok(events.clone().into_any())),
-    ];
-    let kwargs: Vec<_> = kwargs.into_iter().filter_map(|(k, v)| v.ok().map(|v| (k, v))).collect();
+    let mut kwargs = vec![("events", events.into_any())];
+    if let (Ok(position), Ok(limit)) = (offset.into_bound_py_any(py), limit.into_bound_py_any(py)) {
+        kwargs.push(("position", position));
+        kwargs.push(("limit", limit));
+    }
     make_error(py, "ProtocolError", &err.to_string(), &kwargs)
 }
 
 /// Incremental `text/event-stream` decoder (WHATWG rules, UTF-8 always).
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct SSEDecoder {
-    inner: Mutex<sse::SseDecoder>,
+    inner: Mutex<SseState>,
 }
 
 impl SSEDecoder {
-    fn run<'py>(
-        &self,
-        py: Python<'py>,
-        op: impl FnOnce(&mut sse::SseDecoder, &mut dyn FnMut(EventRef<'_>)) -> Result<(), SseError>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let mut guard = self
-            .inner
+    fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, SseState>> {
+        self.inner
             .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("SSEDecoder is unusable after a panic"))?;
-        let out = PyList::empty(py);
-        let mut push_err: Option<PyErr> = None;
-        let mut sink = |e: EventRef<'_>| {
-            if push_err.is_none() {
-                let item = Bound::new(py, ServerSentEvent::from(e)).and_then(|ev| out.append(ev));
-                if let Err(err) = item {
-                    push_err = Some(err);
-                }
-            }
+            .map_err(|_| poisoned("SSEDecoder"))
+    }
+
+    fn run<'py>(&self, py: Python<'py>, chunk: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+        let mut guard = self.lock(py)?;
+        let state = &mut *guard;
+        if chunk.is_some() && state.decoder.is_closed() {
+            return Err(closed("SSEDecoder"));
+        }
+        let mut out = Outbox::new(std::mem::take(&mut state.backlog));
+        let strings = &mut state.strings;
+        let mut sink = |frame: sse::Frame<'_>| match frame {
+            Ok(e) => out.push_frame(strings.event(py, e)),
+            Err(e) => out.push(Item::Error(e)),
         };
-        let result = op(&mut guard, &mut sink);
-        drop(guard);
-        if let Some(err) = push_err {
-            return Err(err);
+        match chunk {
+            Some(bytes) => state.decoder.feed(bytes, &mut sink),
+            None => state.decoder.close(&mut sink),
         }
-        match result {
-            Ok(()) => Ok(out),
-            Err(e) => Err(sse_error(py, &e, &out)),
-        }
+        out.finish(py, &mut state.backlog, sse_exception)
     }
 }
 
 #[pymethods]
 impl SSEDecoder {
     #[new]
-    #[pyo3(signature = (*, max_event_bytes = sse::DEFAULT_MAX_EVENT_BYTES))]
+    #[pyo3(
+        signature = (*, max_event_bytes = sse::DEFAULT_MAX_EVENT_BYTES),
+        text_signature = "(*, max_event_bytes=16777216)"
+    )]
     fn new(max_event_bytes: usize) -> Self {
         SSEDecoder {
-            inner: Mutex::new(sse::SseDecoder::new(max_event_bytes)),
+            inner: Mutex::new(SseState {
+                decoder: sse::SseDecoder::new(max_event_bytes),
+                strings: Strings::default(),
+                backlog: Vec::new(),
+            }),
         }
     }
 
     /// Decode one chunk of bytes; returns the events it completed.
-    fn feed<'py>(&self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        with_chunk_bytes(chunk, |bytes| self.run(py, |dec, sink| dec.feed(bytes, &mut |e| sink(e))))?
+    fn feed<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        with_chunk_bytes(chunk, |bytes| self.run(py, Some(bytes)))?
     }
 
     /// End of input. An event not closed by a blank line is discarded (see `dropped_partial`).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.run(py, |dec, sink| dec.close(&mut |e| sink(e)))
+        self.run(py, None)
     }
 
+    /// The last event id committed by a blank line.
     #[getter]
     fn last_event_id(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.lock(py)?.last_event_id().to_owned())
+        Ok(self.lock(py)?.decoder.last_event_id().to_owned())
     }
 
     /// The reconnection time in milliseconds from the last valid `retry:` field, if any.
     #[getter]
     fn retry(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        Ok(self.lock(py)?.retry())
+        Ok(self.lock(py)?.decoder.retry())
     }
 
     /// After `close()`: whether an event not closed by a blank line was discarded.
     #[getter]
     fn dropped_partial(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.lock(py)?.dropped_partial())
+        Ok(self.lock(py)?.decoder.dropped_partial())
     }
 
     /// Bytes fed so far.
     #[getter]
     fn position(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.lock(py)?.position())
+        Ok(self.lock(py)?.decoder.position())
     }
 
     #[getter]
     fn max_event_bytes(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.lock(py)?.max_event_bytes())
+        Ok(self.lock(py)?.decoder.max_event_bytes())
     }
 }
 
-impl SSEDecoder {
-    fn lock(&self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'_, sse::SseDecoder>> {
-        self.inner
-            .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("SSEDecoder is unusable after a panic"))
+enum LineError {
+    Frame(jsonl::JsonLinesError),
+    Json {
+        line: u64,
+        offset: u64,
+        message: String,
+    },
+}
+
+fn line_exception<'py>(py: Python<'py>, err: LineError, values: Bound<'py, PyList>) -> PyErr {
+    let (message, line, offset, limit) = match err {
+        LineError::Frame(e) => {
+            let jsonl::JsonLinesError::LineTooLong {
+                limit,
+                line,
+                offset,
+            } = e;
+            (e.to_string(), line, offset, Some(limit))
+        }
+        LineError::Json {
+            line,
+            offset,
+            message,
+        } => (message, line, offset, None),
+    };
+    let mut kwargs = vec![("events", values.into_any())];
+    for (name, value) in [("line", Some(line)), ("position", Some(offset))] {
+        if let Ok(v) = value.into_bound_py_any(py) {
+            kwargs.push((name, v));
+        }
     }
+    if let Some(Ok(limit)) = limit.map(|l| l.into_bound_py_any(py)) {
+        kwargs.push(("limit", limit));
+    }
+    make_error(py, "ProtocolError", &message, &kwargs)
+}
+
+struct JsonLinesState {
+    decoder: jsonl::JsonLinesDecoder,
+    backlog: Vec<Item<LineError>>,
 }
 
 /// Incremental newline-delimited JSON decoder: returns the parsed value of every line.
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct JsonLinesDecoder {
-    inner: Mutex<jsonl::JsonLinesDecoder>,
-}
-
-enum LineError {
-    Frame(jsonl::JsonLinesError),
-    Json { line: u64, offset: u64, message: String },
-    Py(PyErr),
-}
-
-impl From<jsonl::JsonLinesError> for LineError {
-    fn from(e: jsonl::JsonLinesError) -> Self {
-        LineError::Frame(e)
-    }
+    inner: Mutex<JsonLinesState>,
 }
 
 impl JsonLinesDecoder {
-    fn run<'py>(
-        &self,
-        py: Python<'py>,
-        op: impl FnOnce(
-            &mut jsonl::JsonLinesDecoder,
-            &mut dyn FnMut(jsonl::Line<'_>) -> Result<(), LineError>,
-        ) -> Result<(), LineError>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let mut guard = self
-            .inner
+    fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, JsonLinesState>> {
+        self.inner
             .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("JsonLinesDecoder is unusable after a panic"))?;
-        let out = PyList::empty(py);
-        let mut sink = |line: jsonl::Line<'_>| -> Result<(), LineError> {
-            match parse_json(py, line.bytes) {
-                Ok(v) => out.append(v).map_err(LineError::Py),
-                Err(e) => Err(LineError::Json {
+            .map_err(|_| poisoned("JsonLinesDecoder"))
+    }
+
+    fn run<'py>(&self, py: Python<'py>, chunk: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+        let mut guard = self.lock(py)?;
+        let state = &mut *guard;
+        if chunk.is_some() && state.decoder.is_closed() {
+            return Err(closed("JsonLinesDecoder"));
+        }
+        let mut out = Outbox::new(std::mem::take(&mut state.backlog));
+        let mut sink = |frame: jsonl::Frame<'_>| match frame {
+            Ok(line) => match parse_json(py, line.bytes) {
+                Ok(value) => out.push(Item::Frame(value.unbind())),
+                Err(e) => out.push(Item::Error(LineError::Json {
                     line: line.number,
                     offset: line.offset + e.index as u64,
-                    message: format!("line {} is not JSON: {} at column {}", line.number, e.error_type, e.index + 1),
-                }),
-            }
+                    message: format!(
+                        "line {} is not JSON: {} at byte {} of the line (stream offset {})",
+                        line.number,
+                        e.error_type,
+                        e.index,
+                        line.offset + e.index as u64
+                    ),
+                })),
+            },
+            Err(e) => out.push(Item::Error(LineError::Frame(e))),
         };
-        let result = op(&mut guard, &mut sink);
-        drop(guard);
-        match result {
-            Ok(()) => Ok(out),
-            Err(LineError::Py(e)) => Err(e),
-            Err(LineError::Frame(e)) => {
-                let jsonl::JsonLinesError::LineTooLong { line, offset, .. } = &e;
-                Err(line_error(py, &e.to_string(), *line, *offset, &out))
-            }
-            Err(LineError::Json { line, offset, message }) => Err(line_error(py, &message, line, offset, &out)),
+        match chunk {
+            Some(bytes) => state.decoder.feed(bytes, &mut sink),
+            None => state.decoder.close(&mut sink),
         }
+        out.finish(py, &mut state.backlog, line_exception)
     }
-}
-
-fn line_error(py: Python<'_>, message: &str, line: u64, offset: u64, events: &Bound<'_, PyList>) -> PyErr {
-    let kwargs: Vec<(&str, Bound<'_, PyAny>)> = [
-        ("line", line.into_bound_py_any(py)),
-        ("position", offset.into_bound_py_any(py)),
-        ("events", Ok(events.clone().into_any())),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.ok().map(|v| (k, v)))
-    .collect();
-    make_error(py, "ProtocolError", message, &kwargs)
 }
 
 #[pymethods]
 impl JsonLinesDecoder {
     #[new]
-    #[pyo3(signature = (*, max_line_bytes = jsonl::DEFAULT_MAX_LINE_BYTES))]
+    #[pyo3(
+        signature = (*, max_line_bytes = jsonl::DEFAULT_MAX_LINE_BYTES),
+        text_signature = "(*, max_line_bytes=16777216)"
+    )]
     fn new(max_line_bytes: usize) -> Self {
         JsonLinesDecoder {
-            inner: Mutex::new(jsonl::JsonLinesDecoder::new(max_line_bytes)),
+            inner: Mutex::new(JsonLinesState {
+                decoder: jsonl::JsonLinesDecoder::new(max_line_bytes),
+                backlog: Vec::new(),
+            }),
         }
     }
 
     /// Decode one chunk; returns the parsed values of the lines it completed.
-    fn feed<'py>(&self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        with_chunk_bytes(chunk, |bytes| self.run(py, |dec, sink| dec.feed(bytes, &mut |l| sink(l))))?
+    fn feed<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        with_chunk_bytes(chunk, |bytes| self.run(py, Some(bytes)))?
     }
 
     /// End of input: a last line without a newline is still parsed.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.run(py, |dec, sink| dec.close(&mut |l| sink(l)))
+        self.run(py, None)
+    }
+
+    /// Bytes fed so far.
+    #[getter]
+    fn position(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.lock(py)?.decoder.position())
+    }
+
+    #[getter]
+    fn max_line_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.lock(py)?.decoder.max_line_bytes())
     }
 }

@@ -1,3 +1,8 @@
+//! One test per rule of WHATWG HTML §9.2.6 "Interpreting an event stream", the spec's own
+//! examples, and property tests: any split of any byte string decodes as the whole does.
+
+use proptest::prelude::*;
+
 use super::*;
 
 fn decode(input: &[u8]) -> Vec<Event> {
@@ -5,139 +10,557 @@ fn decode(input: &[u8]) -> Vec<Event> {
 }
 
 fn ev(event: &str, data: &str, id: &str) -> Event {
-    Event { event: event.into(), data: data.into(), id: id.into(), retry: None }
+    Event {
+        event: event.into(),
+        data: data.into(),
+        id: id.into(),
+        retry: None,
+    }
 }
+
+fn msg(data: &str) -> Event {
+    ev("message", data, "")
+}
+
+/// Feed the given chunks, one `feed` call each, then close.
+fn decode_parts(parts: &[&[u8]]) -> Decoded {
+    decode_chunks(parts.iter().copied(), DEFAULT_MAX_EVENT_BYTES)
+}
+
+fn events_of(d: &Decoded) -> Vec<Event> {
+    d.frames.iter().filter_map(|f| f.clone().ok()).collect()
+}
+
+// ---- the spec's examples (§9.2.6) ----
 
 #[test]
 fn spec_example_stock_ticker() {
     let got = decode(b"data: YHOO\ndata: +2\ndata: 10\n\n");
-    assert_eq!(got, vec![ev("message", "YHOO\n+2\n10", "")]);
+    assert_eq!(got, vec![msg("YHOO\n+2\n10")]);
 }
 
 #[test]
-fn spec_example_comment_and_ids() {
-    let got = decode(b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n");
+fn spec_example_comment_ids_and_leading_space() {
+    let input =
+        b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n";
+    let d = decode_parts(&[input]);
     assert_eq!(
-        got,
-        vec![ev("message", "first event", "1"), ev("message", "second event", ""), ev("message", " third event", "")]
+        events_of(&d),
+        vec![
+            ev("message", "first event", "1"),
+            ev("message", "second event", ""),
+            ev("message", " third event", ""),
+        ]
     );
+    assert_eq!(d.last_event_id, "");
+}
+
+#[test]
+fn spec_example_comment_ids_without_final_blank_line() {
+    // "the end of the stream is not enough to trigger the dispatch of the last event"
+    let d = decode_parts(&[b": test stream\n\ndata: first event\nid: 1\n\ndata:  third event\n"]);
+    assert_eq!(events_of(&d), vec![ev("message", "first event", "1")]);
+    assert!(d.dropped_partial);
 }
 
 #[test]
 fn spec_example_empty_data_lines() {
-    let got = decode(b"data\n\ndata\ndata\n\ndata:");
-    assert_eq!(got, vec![ev("message", "", ""), ev("message", "\n", "")]);
+    let d = decode_parts(&[b"data\n\ndata\ndata\n\ndata:"]);
+    assert_eq!(events_of(&d), vec![msg(""), msg("\n")]);
+    assert!(
+        d.dropped_partial,
+        "the last block is discarded, and that is reported"
+    );
 }
 
 #[test]
 fn spec_example_space_after_colon() {
     let got = decode(b"data:test\n\ndata: test\n\n");
-    assert_eq!(got, vec![ev("message", "test", ""), ev("message", "test", "")]);
+    assert_eq!(got, vec![msg("test"), msg("test")]);
 }
 
 #[test]
-fn line_endings_cr_lf_crlf_split_cr() {
-    let whole = decode(b"data: a\r\rdata: b\r\n\r\ndata: c\n\n");
-    assert_eq!(whole, vec![ev("message", "a", ""), ev("message", "b", ""), ev("message", "c", "")]);
-    let mut dec = SseDecoder::default();
-    let mut out = Vec::new();
-    for part in [&b"data: a\r"[..], b"\ndata: b\r", b"\n\r", b"\n"] {
-        dec.feed(part, &mut |e| out.push(Event::from(e))).unwrap();
-    }
-    assert_eq!(out, vec![ev("message", "a\nb", "")]);
+fn spec_example_event_types() {
+    let got = decode(
+        b"event: add\ndata: 73857293\n\nevent: remove\ndata: 2153\n\nevent: add\ndata: 113411\n\n",
+    );
+    assert_eq!(
+        got,
+        vec![
+            ev("add", "73857293", ""),
+            ev("remove", "2153", ""),
+            ev("add", "113411", ""),
+        ]
+    );
+}
+
+// ---- decoding: UTF-8 always, BOM ----
+
+#[test]
+fn invalid_utf8_becomes_replacement_characters() {
+    let got = decode(b"data: \xFF\xE2\x82\n\n");
+    assert_eq!(got[0].data, "\u{FFFD}\u{FFFD}");
+    // A truncated sequence before an ASCII byte is one U+FFFD, and the ASCII byte survives.
+    let got = decode(b"event: \xE2\x82x\ndata: a\xF0\x9F\n\n");
+    assert_eq!(got, vec![ev("\u{FFFD}x", "a\u{FFFD}", "")]);
 }
 
 #[test]
-fn bom_removed_once_even_split() {
-    let mut dec = SseDecoder::default();
-    let mut out = Vec::new();
-    for part in [&b"\xEF"[..], b"\xBB", b"\xBFdata: x\n\n\xEF\xBB\xBFdata: y\n\n"] {
-        dec.feed(part, &mut |e| out.push(Event::from(e))).unwrap();
-    }
-    assert_eq!(out[0], ev("message", "x", ""));
-    assert_eq!(out.len(), 1, "a second BOM makes the field name unknown: {out:?}");
+fn multibyte_character_split_across_chunks_is_joined() {
+    let bytes = "data: é😀\n\n".as_bytes();
+    let parts: Vec<&[u8]> = bytes.chunks(1).collect();
+    assert_eq!(events_of(&decode_parts(&parts)), vec![msg("é😀")]);
 }
 
 #[test]
-fn no_phantom_events_and_id_persists() {
-    let got = decode(b"id: 7\n\nretry: 10\n\nevent: x\n\n: c\n\ndata: d\n\n");
-    assert_eq!(got, vec![ev("message", "d", "7")]);
+fn one_leading_bom_removed_even_split() {
+    let d = decode_parts(&[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"]);
+    assert_eq!(events_of(&d), vec![msg("x")]);
+    let d = decode_parts(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\ndata: y\n\n"]);
+    assert_eq!(
+        events_of(&d),
+        vec![msg("y")],
+        "a second BOM is part of the field name, which is then unknown"
+    );
+}
+
+#[test]
+fn bom_only_at_stream_start() {
+    let got = decode(b"data: a\n\n\xEF\xBB\xBFdata: b\n\n");
+    assert_eq!(got, vec![msg("a")]);
+}
+
+#[test]
+fn bom_prefix_that_is_not_a_bom_is_content() {
+    // EF BB then 'd': the two bytes are an invalid sequence inside the field name.
+    assert!(decode(b"\xEF\xBBdata: x\n\n").is_empty());
+    // A stream of one or two BOM bytes only, then close: no panic, nothing dispatched.
+    let d = decode_parts(&[b"\xEF", b"\xBB"]);
+    assert!(d.frames.is_empty());
+    assert!(!d.dropped_partial);
+}
+
+// ---- lines: CRLF, LF, CR ----
+
+#[test]
+fn line_endings_cr_lf_crlf() {
+    let got = decode(b"data: a\r\rdata: b\r\n\r\ndata: c\n\ndata: d\r\n\n");
+    assert_eq!(got, vec![msg("a"), msg("b"), msg("c"), msg("d")]);
+}
+
+#[test]
+fn cr_at_chunk_end_resolved_against_next_chunk() {
+    // CR then LF in the next chunk is one line ending, not two (which would dispatch).
+    let d = decode_parts(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]);
+    assert_eq!(events_of(&d), vec![msg("a\nb")]);
+    // CR then something else: the CR alone ended the line.
+    let d = decode_parts(&[b"data: a\r", b"\r", b"data: b\r", b"", b"\r"]);
+    assert_eq!(events_of(&d), vec![msg("a"), msg("b")]);
+}
+
+#[test]
+fn nothing_else_ends_a_line() {
+    let got = decode("data: a\x0Bb\x0Cc\u{2028}d\u{85}e\0f\n\n".as_bytes());
+    assert_eq!(got, vec![msg("a\x0Bb\x0Cc\u{2028}d\u{85}e\0f")]);
+}
+
+#[test]
+fn whitespace_only_line_is_not_blank() {
+    let got = decode(b"data: a\n \ndata: b\n\t\ndata: c\n\n");
+    assert_eq!(got, vec![msg("a\nb\nc")]);
+}
+
+// ---- fields ----
+
+#[test]
+fn colon_first_is_a_comment() {
+    let got = decode(b": data: no\n:\ndata: yes\n:comment\n\n");
+    assert_eq!(got, vec![msg("yes")]);
+}
+
+#[test]
+fn split_at_first_colon_only() {
+    let got = decode(b"data: a:b: c\n\n");
+    assert_eq!(got, vec![msg("a:b: c")]);
+}
+
+#[test]
+fn exactly_one_leading_space_removed() {
+    let got = decode(b"data:  two\ndata:\tt\ndata: \n\n");
+    assert_eq!(got, vec![msg(" two\n\tt\n")]);
+}
+
+#[test]
+fn line_without_colon_is_field_with_empty_value() {
+    let got = decode(b"data\nevent\n\n");
+    assert_eq!(
+        got,
+        vec![msg("")],
+        "`event` alone sets the type to empty: message"
+    );
+}
+
+#[test]
+fn field_names_case_sensitive_and_unknown_ignored() {
+    let got =
+        decode(b"Data: no\nDATA: no\nfoo: bar\ndata : no\n data: no\nretries: 5\ndata: yes\n\n");
+    assert_eq!(got, vec![msg("yes")]);
+}
+
+#[test]
+fn event_sets_type_empty_means_message_and_type_resets() {
+    let got = decode(b"event: add\ndata: 1\n\ndata: 2\n\nevent: x\nevent:\ndata: 3\n\n");
+    assert_eq!(got, vec![ev("add", "1", ""), msg("2"), msg("3")]);
+}
+
+#[test]
+fn data_appends_value_and_lf() {
+    let got = decode(b"data: a\ndata:\ndata: b\n\n");
+    assert_eq!(got, vec![msg("a\n\nb")]);
+}
+
+#[test]
+fn id_persists_across_events_and_resets_with_empty_value() {
+    let got = decode(b"id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n");
+    assert_eq!(
+        got,
+        vec![ev("message", "a", "7"), ev("message", "b", "7"), msg("c")]
+    );
 }
 
 #[test]
 fn id_with_nul_ignored() {
-    let got = decode(b"id: 1\ndata: a\n\nid: 2\0x\ndata: b\n\n");
+    let got = decode(b"id: 1\ndata: a\n\nid: 2\0x\ndata: b\n\nid: \0\ndata: c\n\n");
     assert_eq!(got[1].id, "1");
+    assert_eq!(got[2].id, "1");
+}
+
+#[test]
+fn id_is_committed_at_blank_line_even_without_dispatch() {
+    let mut dec = SseDecoder::default();
+    dec.feed(b"id: 5\n", &mut |_| {});
+    assert_eq!(
+        dec.last_event_id(),
+        "",
+        "not committed before the blank line"
+    );
+    dec.feed(b"\n", &mut |_| {});
+    assert_eq!(dec.last_event_id(), "5");
+    let mut out = Vec::new();
+    dec.feed(b"data: x\n\n", &mut |f| out.push(f.map(Event::from)));
+    assert_eq!(out, vec![Ok(ev("message", "x", "5"))]);
+    // An id in an unterminated block at EOF never takes effect.
+    dec.feed(b"id: 9\n", &mut |_| {});
+    dec.close(&mut |_| {});
+    assert_eq!(dec.last_event_id(), "5");
 }
 
 #[test]
 fn retry_only_ascii_digits() {
     let mut dec = SseDecoder::default();
-    dec.feed(b"retry: 1500\n\nretry: -1\n\nretry:  20\n\nretry: 1a\n\n", &mut |_| {}).unwrap();
+    let mut events = Vec::new();
+    dec.feed(b"retry: 1500\n\n", &mut |_| {});
     assert_eq!(dec.retry(), Some(1500));
+    for bad in [
+        &b"retry: -1\n"[..],
+        b"retry: +1\n",
+        b"retry:  20\n",
+        b"retry: 20 \n",
+        b"retry: 1a\n",
+        b"retry: 1.5\n",
+        b"retry:\n",
+        b"retry\n",
+        "retry: \u{0661}\n".as_bytes(), // ARABIC-INDIC DIGIT ONE is not an ASCII digit
+        "retry: \u{FF11}\n".as_bytes(), // FULLWIDTH DIGIT ONE
+    ] {
+        dec.feed(bad, &mut |_| {});
+        assert_eq!(
+            dec.retry(),
+            Some(1500),
+            "{:?}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    dec.feed(b"retry:0250\ndata: d\n\n", &mut |f| {
+        events.push(f.unwrap().retry);
+    });
+    assert_eq!(dec.retry(), Some(250));
+    assert_eq!(
+        events,
+        vec![Some(250)],
+        "the event carries its own block's retry"
+    );
+    dec.feed(b"data: e\n\nretry: 99999999999999999999999\n", &mut |f| {
+        events.push(f.unwrap().retry);
+    });
+    assert_eq!(
+        events[1], None,
+        "retry does not carry over to the next event"
+    );
+    assert_eq!(dec.retry(), Some(u64::MAX), "huge values saturate");
+}
+
+// ---- dispatch ----
+
+#[test]
+fn no_phantom_events() {
+    let got = decode(b"id: 7\n\nretry: 10\n\nevent: x\n\n: c\n\n\n\n\nfoo: bar\n\ndata: d\n\n");
+    assert_eq!(got, vec![ev("message", "d", "7")]);
 }
 
 #[test]
-fn event_type_and_reset() {
-    let got = decode(b"event: add\ndata: 1\n\ndata: 2\n\nevent:\ndata: 3\n\n");
-    assert_eq!(got, vec![ev("add", "1", ""), ev("message", "2", ""), ev("message", "3", "")]);
+fn only_one_trailing_lf_removed() {
+    let got = decode(b"data: a\ndata\ndata\n\n");
+    assert_eq!(got, vec![msg("a\n\n")]);
 }
 
 #[test]
-fn field_names_case_sensitive_and_unknown_ignored() {
-    let got = decode(b"Data: no\nfoo: bar\ndata: yes\n\n");
-    assert_eq!(got, vec![ev("message", "yes", "")]);
-}
-
-#[test]
-fn whitespace_line_is_not_blank() {
-    let got = decode(b"data: a\n \ndata: b\n\n");
-    assert_eq!(got, vec![ev("message", "a\nb", "")]);
+fn buffers_reset_between_events_but_id_does_not() {
+    let got = decode(b"event: e\nid: 1\ndata: a\nretry: 5\n\ndata: b\n\n");
+    assert_eq!(
+        got,
+        vec![
+            Event {
+                event: "e".into(),
+                data: "a".into(),
+                id: "1".into(),
+                retry: Some(5)
+            },
+            ev("message", "b", "1"),
+        ]
+    );
 }
 
 #[test]
 fn unterminated_event_dropped_and_reported() {
-    let mut dec = SseDecoder::default();
-    let mut out = Vec::new();
-    dec.feed(b"data: a\n\ndata: b\n", &mut |e| out.push(Event::from(e))).unwrap();
-    dec.close(&mut |e| out.push(Event::from(e))).unwrap();
-    assert_eq!(out.len(), 1);
-    assert!(dec.dropped_partial());
-}
-
-#[test]
-fn invalid_utf8_replaced_and_split_char_joined() {
-    let got = decode(b"data: \xFF\xE2\x82\n\n");
-    assert_eq!(got[0].data, "\u{FFFD}\u{FFFD}");
-    let mut dec = SseDecoder::default();
-    let mut out = Vec::new();
-    let bytes = "data: 😀\n\n".as_bytes();
-    for b in bytes {
-        dec.feed(std::slice::from_ref(b), &mut |e| out.push(Event::from(e))).unwrap();
+    for tail in [
+        &b"data: b\n"[..],
+        b"data: b",
+        b"data",
+        b"data:",
+        b"data: b\r",
+    ] {
+        let d = decode_parts(&[b"data: a\n\n", tail]);
+        assert_eq!(events_of(&d), vec![msg("a")], "{tail:?}");
+        assert!(d.dropped_partial, "{tail:?}");
     }
-    assert_eq!(out[0].data, "😀");
+    for tail in [
+        &b""[..],
+        b"event: x\n",
+        b"id: 3",
+        b": comment",
+        b"dat",
+        b"retry: 5\n",
+    ] {
+        let d = decode_parts(&[b"data: a\n\n", tail]);
+        assert_eq!(events_of(&d), vec![msg("a")], "{tail:?}");
+        assert!(
+            !d.dropped_partial,
+            "nothing that would dispatch was pending: {tail:?}"
+        );
+    }
 }
 
 #[test]
-fn oversized_event_errors_and_recovers() {
-    let (events, errors) = decode_all(b"data: 0123456789abcdef\n\ndata: ok\n\n", 8);
-    assert_eq!(events, vec![ev("message", "ok", "")]);
-    assert!(matches!(errors[0], SseError::EventTooLarge { limit: 8, offset: 14 }), "{errors:?}");
+fn close_is_idempotent_and_feed_after_close_is_ignored() {
+    let mut dec = SseDecoder::default();
+    dec.feed(b"data: x", &mut |_| {});
+    dec.close(&mut |_| {});
+    assert!(dec.dropped_partial() && dec.is_closed());
+    dec.close(&mut |_| {});
+    assert!(dec.dropped_partial(), "a second close keeps the answer");
+    let mut n = 0;
+    dec.feed(b"\n\ndata: y\n\n", &mut |_| n += 1);
+    assert_eq!(n, 0);
+}
+
+// ---- limits ----
+
+#[test]
+fn oversized_event_errors_in_order_and_recovers() {
+    let d = decode_chunks(
+        [&b"data: ok1\n\ndata: 0123456789abcdef\n\ndata: ok2\n\n"[..]],
+        8,
+    );
+    assert_eq!(
+        d.frames,
+        vec![
+            Ok(msg("ok1")),
+            Err(SseError::EventTooLarge {
+                limit: 8,
+                offset: 25
+            }),
+            Ok(msg("ok2")),
+        ]
+    );
 }
 
 #[test]
-fn chunking_invariance_all_two_way_splits() {
-    let input: &[u8] = b"\xEF\xBB\xBFevent: e\r\nid: 1\rdata: \xC3\xA9t\xC3\xA9\r\n\r\n: c\n\ndata\n\ndata: x\r";
-    let whole = decode(input);
+fn limit_counts_the_dispatched_data_exactly() {
+    // Exactly the limit, across several lines: fine.
+    let (events, errors) = decode_all(b"data: abc\ndata: de\n\n", 6);
+    assert_eq!((events, errors), (vec![msg("abc\nde")], vec![]));
+    // One byte more: an error.
+    let (events, errors) = decode_all(b"data: abc\ndata: def\n\n", 6);
+    assert!(events.is_empty());
+    assert_eq!(errors.len(), 1);
+    // A full buffer followed by an empty data line would add a seventh byte (an LF).
+    let (events, errors) = decode_all(b"data: abcdef\ndata\n\n", 6);
+    assert!(events.is_empty());
+    assert_eq!(errors.len(), 1);
+}
+
+#[test]
+fn oversized_non_data_fields_error_too() {
+    for input in [
+        &b"event: 0123456789\ndata: x\n\n"[..],
+        b"id: 0123456789\ndata: x\n\n",
+    ] {
+        let d = decode_chunks([input], 8);
+        assert!(
+            matches!(
+                d.frames[..],
+                [Err(SseError::EventTooLarge { limit: 8, .. })]
+            ),
+            "{d:?}"
+        );
+    }
+}
+
+#[test]
+fn memory_stays_bounded_by_the_limit() {
+    let mut dec = SseDecoder::new(1024);
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut errors = 0;
+    for prefix in [
+        &b"data: "[..],
+        b"event: ",
+        b"id: ",
+        b": ",
+        b"unknown: ",
+        b"xxxxxxxx",
+    ] {
+        dec.feed(prefix, &mut |f| errors += usize::from(f.is_err()));
+        for _ in 0..64 {
+            dec.feed(&chunk, &mut |f| errors += usize::from(f.is_err()));
+            assert!(dec.data.capacity() <= 2048 && dec.value.capacity() <= 2048);
+            assert!(dec.name.capacity() <= 16);
+        }
+        dec.feed(b"\n\n", &mut |_| {});
+    }
+    assert_eq!(errors, 3, "data, event and id overflow once each");
+}
+
+#[test]
+fn error_offsets_count_bom_and_crlf() {
+    let d = decode_chunks([&b"\xEF\xBB\xBF\r\ndata: 12345\r\n\r\n"[..]], 3);
+    // BOM (3) + CRLF (2) + "data: " (6) + 3 bytes of room.
+    assert_eq!(
+        d.frames,
+        vec![Err(SseError::EventTooLarge {
+            limit: 3,
+            offset: 14
+        })]
+    );
+}
+
+#[test]
+fn position_counts_every_byte_fed() {
+    let mut dec = SseDecoder::default();
+    dec.feed(b"\xEF\xBB", &mut |_| {});
+    assert_eq!(dec.position(), 2);
+    dec.feed(b"\xBFdata: x\r", &mut |_| {});
+    assert_eq!(dec.position(), 11);
+    dec.feed(b"\n", &mut |_| {});
+    assert_eq!(dec.position(), 12);
+}
+
+// ---- chunking invariance ----
+
+#[test]
+fn chunking_invariance_all_three_way_splits() {
+    let input: &[u8] = b"\xEF\xBB\xBFevent: e\r\nid: 1\rdata: \xC3\xA9t\xC3\xA9\r\n\r\n: c\n\ndata\n\nretry: 7\ndata: \xF0\x9F\x98\x80 x\r";
+    let whole = decode_parts(&[input]);
     for i in 0..=input.len() {
         for j in i..=input.len() {
-            let mut dec = SseDecoder::default();
-            let mut out = Vec::new();
-            for part in [&input[..i], &input[i..j], &input[j..]] {
-                dec.feed(part, &mut |e| out.push(Event::from(e))).unwrap();
-            }
-            dec.close(&mut |e| out.push(Event::from(e))).unwrap();
-            assert_eq!(out, whole, "split at {i},{j}");
+            let split = decode_parts(&[&input[..i], &input[i..j], &input[j..]]);
+            assert_eq!(split, whole, "split at {i},{j}");
         }
+    }
+}
+
+/// Streams built from the pieces that matter to the grammar, so that random ones hit the rules.
+fn sse_piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        Just(b"data".to_vec()),
+        Just(b"data:".to_vec()),
+        Just(b"data: ".to_vec()),
+        Just(b"event:".to_vec()),
+        Just(b"id: ".to_vec()),
+        Just(b"retry: ".to_vec()),
+        Just(b":".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b"\r".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"\n\n".to_vec()),
+        Just(b" ".to_vec()),
+        Just(b"\0".to_vec()),
+        Just(BOM.to_vec()),
+        Just("é😀".as_bytes().to_vec()),
+        Just(b"\xF0\x9F".to_vec()),
+        Just(b"\xFF".to_vec()),
+        Just(b"12".to_vec()),
+        "[a-z]{0,6}".prop_map(String::into_bytes),
+        proptest::collection::vec(any::<u8>(), 0..8),
+    ]
+}
+
+fn sse_stream() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(sse_piece(), 0..40).prop_map(|pieces| pieces.concat())
+}
+
+/// Cut `input` at the given points (taken modulo its length, sorted).
+fn cut<'a>(input: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+    points.sort_unstable();
+    let mut parts = Vec::with_capacity(points.len() + 1);
+    let mut start = 0;
+    for p in points {
+        parts.push(&input[start..p]);
+        start = p;
+    }
+    parts.push(&input[start..]);
+    parts
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn any_split_decodes_like_the_whole(
+        input in sse_stream(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        limit in prop_oneof![Just(DEFAULT_MAX_EVENT_BYTES), 0usize..24],
+    ) {
+        let whole = decode_chunks([&input[..]], limit);
+        let split = decode_chunks(cut(&input, &cuts), limit);
+        prop_assert_eq!(split, whole);
+    }
+
+    #[test]
+    fn byte_at_a_time_decodes_like_the_whole(input in sse_stream()) {
+        let whole = decode_chunks([&input[..]], DEFAULT_MAX_EVENT_BYTES);
+        let split = decode_chunks(input.chunks(1), DEFAULT_MAX_EVENT_BYTES);
+        prop_assert_eq!(split, whole);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_split_alike(
+        input in proptest::collection::vec(any::<u8>(), 0..512),
+        cuts in proptest::collection::vec(any::<usize>(), 0..8),
+    ) {
+        let whole = decode_chunks([&input[..]], 64);
+        let split = decode_chunks(cut(&input, &cuts), 64);
+        prop_assert_eq!(split, whole);
     }
 }

@@ -24,7 +24,8 @@ from ..events import Event, Notice
 
 __all__ = ["Framing", "Provider"]
 
-Framing = Literal["sse", "jsonl"]
+#: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
+Framing = Literal["sse", "jsonl", "auto"]
 
 
 class Provider:
@@ -62,7 +63,9 @@ class Provider:
             raw=raw,
         )
 
-    def violation(self, message: str, out: list[Event], *, event: str | None, raw: Any = None) -> None:
+    def violation(
+        self, message: str, out: list[Event], *, event: str | None, raw: Any = None
+    ) -> None:
         """An ordering rule was broken: raise in strict mode, else record a warning event."""
         if self.strict:
             raise self.protocol_error(message, event=event, raw=raw)

@@ -1,0 +1,56 @@
+"""Telling a failed connection from a failed program, for the HTTP adapters and resumption.
+
+Client libraries are only looked up in ``sys.modules``: an exception cannot come from a library
+that was never imported, and importing one here would defeat lazy imports.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .errors import IncompleteStreamError, StreamfoldError
+
+__all__ = ["ConnectionLostError", "is_transport_error"]
+
+#: module -> exception classes meaning "the connection failed".
+_TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("httpx", ("TransportError",)),
+    ("aiohttp", ("ClientConnectionError", "ClientPayloadError")),
+    ("asyncio", ("TimeoutError", "IncompleteReadError")),
+    ("trio", ("BrokenResourceError",)),
+    ("anyio", ("BrokenResourceError", "EndOfStream")),
+)
+
+
+class ConnectionLostError(IncompleteStreamError):
+    """The connection failed while the body was being read (its ``__cause__`` is the client's
+    own exception). A subclass of ``IncompleteStreamError``: the answer is cut short."""
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """A failure of the connection rather than of the program or of the stream's content."""
+    if isinstance(exc, ConnectionLostError):
+        return True
+    if isinstance(exc, StreamfoldError):
+        return False
+    if isinstance(exc, (OSError, EOFError, TimeoutError)):
+        return True
+    for module_name, names in _TRANSPORT_ERRORS:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        types = tuple(t for t in (getattr(module, n, None) for n in names) if isinstance(t, type))
+        if types and isinstance(exc, types):
+            return True
+    return False
+
+
+def connection_lost(provider: str, position: int, exc: BaseException) -> ConnectionLostError:
+    error = ConnectionLostError(
+        f"{provider}: the connection failed after {position} bytes of the body, before the "
+        f"provider's terminal event: {type(exc).__name__}: {exc}",
+        provider=provider,
+        position=position,
+    )
+    error.__cause__ = exc
+    return error

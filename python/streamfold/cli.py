@@ -1,0 +1,319 @@
+"""The ``streamfold`` command (also ``python -m streamfold``).
+
+``streamfold inspect PATH|-``
+    Read a saved stream (a file, or ``-`` for stdin, read live) and show its timeline, the
+    folded message and any warnings; ``--json`` prints the message as one JSON object;
+    ``--timing`` analyses arrival times (``curl -N ... | streamfold inspect - --timing``);
+    ``--save FILE`` keeps the bytes with their arrival times for a later
+    ``streamfold inspect FILE --timing``.
+
+``streamfold demo``
+    Run ``inspect`` over the example streams shipped in the package, then print a summary.
+
+Exit codes of ``inspect`` (and of ``demo``: 0 when every example behaved as expected, else 1):
+
+====  ===========================================================================
+0     the stream completed: the provider's terminal event was seen
+1     the provider reported an error inside the stream (the partial message is shown)
+2     usage error, unreadable input, or input that is not a stream of the provider
+3     the stream ended without its terminal event: cut connection or truncated input
+4     the bytes broke the provider's format partway (protocol error)
+130   interrupted before any input arrived
+====  ===========================================================================
+
+No traceback is ever shown for bad input; set ``STREAMFOLD_DEBUG=1`` to see one for a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+from ._core import __version__
+from .cli_inspect import Inspection, Outcome, inspect_stream
+from .cli_render import Style, color_wanted, render_inspection, render_json
+from .providers import PROVIDER_NAMES
+from .timing import (
+    Arrival,
+    Recording,
+    RecordingError,
+    RecordingWriter,
+    is_recording,
+    parse_recording,
+    read_live,
+)
+
+__all__ = ["build_parser", "load_input", "main"]
+
+_EXIT_CODES = """\
+exit codes:
+  0    the stream completed (the provider's terminal event was seen)
+  1    the provider reported an error inside the stream (partial message shown)
+  2    usage error, unreadable input, or not a stream of the given provider
+  3    the stream ended without its terminal event (cut connection, truncated input)
+  4    the bytes broke the provider's format partway (protocol error)
+"""
+
+#: Exit code for an internal error (sysexits.h ``EX_SOFTWARE``).
+_EXIT_INTERNAL = 70
+_EXIT_INTERRUPTED = 130
+
+
+class InputError(Exception):
+    """The input could not be read; the message is shown as is."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamfold",
+        description="Inspect streamed LLM/agent API responses (SSE, JSON lines).",
+        epilog=_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"streamfold {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the timeline, folded message and warnings of a saved or live stream",
+        description="Show the timeline, the folded message and the warnings of a stream.",
+        epilog=_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inspect.add_argument(
+        "path",
+        metavar="PATH|-",
+        help="a saved response body or a --save recording; '-' reads stdin live",
+    )
+    inspect.add_argument(
+        "--provider",
+        "-p",
+        default="auto",
+        choices=PROVIDER_NAMES,
+        metavar="NAME",
+        help=f"wire format: {', '.join(PROVIDER_NAMES)} (default: auto, detected and shown)",
+    )
+    inspect.add_argument(
+        "--events", action="store_true", help="list every event, not one line per block"
+    )
+    inspect.add_argument(
+        "--json", action="store_true", help="print the folded message as one JSON object"
+    )
+    inspect.add_argument(
+        "--timing",
+        action="store_true",
+        help="analyse arrival times: first byte/event/token, gaps, rates, bursts, stalls",
+    )
+    inspect.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write the bytes with their arrival times (JSON lines) for a later --timing",
+    )
+    inspect.add_argument(
+        "--strict",
+        action="store_true",
+        help="treat protocol violations as errors instead of warnings",
+    )
+    _add_color(inspect)
+    inspect.set_defaults(handler=_cmd_inspect)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run inspect over the example streams shipped in the package",
+        description="Run inspect over the example streams shipped in the package (offline).",
+    )
+    _add_color(demo)
+    demo.set_defaults(handler=_cmd_demo)
+    return parser
+
+
+def _add_color(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the output (default: auto, only on a terminal and without NO_COLOR)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            # A terminal or pipe without UTF-8 gets '?' instead of a UnicodeEncodeError.
+            reconfigure(errors="replace")
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return _EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`); stop quietly, and keep Python from complaining
+        # about the unflushable stdout at exit.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as exc:
+        if os.environ.get("STREAMFOLD_DEBUG"):
+            raise
+        _error(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(set STREAMFOLD_DEBUG=1 for the traceback, and please report it)"
+        )
+        return _EXIT_INTERNAL
+    return code
+
+
+def _error(message: str) -> None:
+    print(f"streamfold: {message}", file=sys.stderr, flush=True)
+
+
+# -- inspect ---------------------------------------------------------------------------------
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    try:
+        with _save_target(args.save, args.path) as save:
+            recording = load_input(args.path, save=save)
+    except InputError as exc:
+        _error(str(exc))
+        return Outcome.BAD_INPUT.exit_code
+    source = "stdin" if args.path == "-" else args.path
+    inspection = inspect_stream(
+        recording,
+        source=source,
+        provider=args.provider,
+        strict=args.strict,
+        every_event=args.events,
+        timing=args.timing,
+    )
+    return _report(inspection, args)
+
+
+def _report(inspection: Inspection, args: argparse.Namespace) -> int:
+    if inspection.outcome is Outcome.BAD_INPUT:
+        # Nothing of the stream was understood: a folded message would only mislead.
+        _error(inspection.explanation or "not a stream")
+        return inspection.exit_code
+    if args.json:
+        sys.stdout.write(render_json(inspection))
+    else:
+        style = Style(color_wanted(args.color, sys.stdout))
+        sys.stdout.write(render_inspection(inspection, style))
+    sys.stdout.flush()
+    if inspection.explanation:
+        _error(inspection.explanation)
+    return inspection.exit_code
+
+
+@contextlib.contextmanager
+def _save_target(save: str | None, source: str) -> Iterator[IO[bytes] | None]:
+    if save is None:
+        yield None
+        return
+    target = Path(save)
+    if source != "-":
+        with contextlib.suppress(OSError):
+            if target.exists() and target.samefile(source):
+                raise InputError(f"--save {save}: that is the input file; choose another name")
+    try:
+        fp = target.open("wb")
+    except OSError as exc:
+        raise InputError(f"--save {save}: cannot write: {exc.strerror or exc}") from None
+    with fp:
+        yield fp
+
+
+def load_input(path: str, *, save: IO[bytes] | None = None) -> Recording:
+    """Read ``path`` (``-`` = stdin, live and timed) as a :class:`Recording`.
+
+    A file in the recording format keeps its recorded arrival times; any other file is one
+    chunk that arrived at once (``live`` false).
+    """
+    if path == "-":
+        return _load_stdin(save)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if is_recording(data):
+        recording = _parse(data, path)
+    else:
+        recording = Recording([Arrival(0.0, data)], end=0.0, header={"live": False})
+    if save is not None:
+        _write_recording(save, recording, source=path)
+    return recording
+
+
+def _load_stdin(save: IO[bytes] | None) -> Recording:
+    arrivals: list[Arrival] = []
+    writer = RecordingWriter(save, source="stdin") if save is not None else None
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        raise InputError("cannot read stdin: it is closed or not a file") from None
+    end: float | None = None
+    try:
+        for arrival in read_live(fd):
+            if not arrival.data:
+                end = arrival.t
+                break
+            arrivals.append(arrival)
+            if writer is not None:
+                writer.add(arrival)
+    except KeyboardInterrupt:
+        if not arrivals:
+            raise
+        _error("interrupted: inspecting what arrived so far")
+    except OSError as exc:
+        raise InputError(f"cannot read stdin: {exc.strerror or exc}") from None
+    data = b"".join(a.data for a in arrivals)
+    if is_recording(data):
+        # A recording piped in: its own times count, and --save keeps them.
+        recording = _parse(data, "stdin")
+        if save is not None:
+            save.seek(0)
+            save.truncate()
+            _write_recording(save, recording, source="stdin")
+        return recording
+    if writer is not None and end is not None:
+        writer.end(end)
+    return Recording(arrivals, end=end, header={"live": True, "source": "stdin"})
+
+
+def _parse(data: bytes, source: str) -> Recording:
+    try:
+        return parse_recording(data)
+    except RecordingError as exc:
+        raise InputError(f"{source} looks like a streamfold recording, but {exc}") from None
+
+
+def _write_recording(save: IO[bytes], recording: Recording, *, source: str) -> None:
+    writer = RecordingWriter(save, source=source, live=recording.live)
+    for arrival in recording.arrivals:
+        writer.add(arrival)
+    if recording.end is not None:
+        writer.end(recording.end)
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .cli_demo import run_demo
+
+    style = Style(color_wanted(args.color, sys.stdout))
+    return run_demo(sys.stdout, style)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m streamfold.cli`
+    raise SystemExit(main())

@@ -1,0 +1,961 @@
+"""The fold: provider-neutral events in, :class:`~streamfold.message.Message` out.
+
+:class:`Folder` keeps mutable state per choice and per block and builds immutable-by-convention
+``Message`` / ``Block`` / ``ToolCall`` objects only when asked (:meth:`Folder.snapshot`,
+:meth:`Folder.result`). ``add`` is the hot path: one dict lookup on the event class, then a few
+attribute stores; text is kept as a list of pieces per block and joined when a snapshot needs it.
+
+Snapshots are incremental: a block touched since the last snapshot is rebuilt (its pieces
+joined once, its ``Block`` and ``ToolCall`` made anew); every other block, and the whole
+message when nothing changed, is the object the previous snapshot returned. Objects handed out
+are never mutated afterwards, so an old snapshot stays as it was; treat them as read-only, since
+unchanged parts are shared between snapshots.
+
+The outcome is decided by the last event, never by the input running out: the fold is complete
+when every choice that started got its ``MessageEnd`` and, when a durable run reported
+``RunStatus``, a terminal ``RunStatus`` arrived. :meth:`Folder.result` raises
+:class:`~streamfold.errors.IncompleteStreamError` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import insort
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from . import _core
+from .errors import (
+    IncompleteJsonError,
+    IncompleteStreamError,
+    InvalidJsonError,
+    ProtocolError,
+    StreamError,
+    StreamfoldError,
+)
+from .events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    RunStatus,
+    SignatureDelta,
+    SourcesAdded,
+    StepEnd,
+    StepStart,
+    ToolResultAdded,
+    Unknown,
+    UsageUpdate,
+)
+from .message import (
+    Block,
+    BlockKind,
+    Citation,
+    FinishReason,
+    Message,
+    Step,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+__all__ = ["Folder"]
+
+
+def _accumulator_class() -> Any:
+    native = getattr(_core, "JsonAccumulator", None)
+    if native is not None:
+        return native
+    from ._jsonacc_fallback import JsonAccumulator
+
+    return JsonAccumulator
+
+
+#: The Rust ``JsonAccumulator``; a slow pure-Python stand-in only in a build without it.
+_JsonAccumulator: Any = _accumulator_class()
+
+#: Finish reasons that mean "tool_calls" when the message holds complete tool calls that no
+#: tool result answers (Gemini ends a tool turn with STOP, Responses with ``completed``).
+_TOOL_TURN_FINISHES = frozenset({"stop", "other"})
+_OPEN_CALL_ERROR = "the stream ended before the call's arguments were complete"
+
+
+def _whole_arguments(value: Any) -> tuple[Any, str, str | None]:
+    """Arguments of a call that arrived whole: ``(arguments, arguments_json, error)``.
+
+    A ``str`` is read as JSON text (Mistral may send the arguments as text or as an object);
+    ``None`` means no arguments, ``{}``.
+    """
+    if value is None:
+        return {}, "{}", None
+    if isinstance(value, str):
+        if not value.strip():
+            return {}, value, None
+        try:
+            return json.loads(value), value, None
+        except ValueError as exc:
+            return None, value, f"invalid JSON arguments: {exc}"
+    return value, json.dumps(value, ensure_ascii=False, default=str), None
+
+
+class _Call:
+    """A tool call being accumulated."""
+
+    __slots__ = (
+        "acc",
+        "arguments",
+        "arguments_json",
+        "closed",
+        "complete",
+        "error",
+        "extra",
+        "id",
+        "name",
+        "position",
+        "snap",
+        "start_args",
+    )
+
+    def __init__(self, ev: BlockStart, position: int) -> None:
+        self.position = position
+        self.id = ev.id
+        self.name = ev.name
+        self.extra: dict[str, Any] = dict(ev.extra) if ev.extra else {}
+        self.acc: Any = None
+        self.start_args: Any = None
+        self.arguments: Any = None
+        self.arguments_json = ""
+        self.closed = False
+        self.complete = False
+        self.error: str | None = None
+        self.snap: ToolCall | None = None
+        if ev.complete:
+            self.arguments, self.arguments_json, self.error = _whole_arguments(ev.arguments)
+            if ev.text and self.error is None:
+                # The JSON text as sent (Mistral), rather than a re-serialization.
+                self.arguments_json = ev.text
+            self.closed = True
+            self.complete = self.error is None
+        else:
+            self.acc = _JsonAccumulator()
+            # Anthropic opens tool_use with ``input: {}``; it stands when no fragment follows.
+            self.start_args = ev.arguments
+            if ev.text:
+                self.acc.push(ev.text)
+
+    def close(self, *, terminal: bool) -> None:
+        """Parse the accumulated text once. At the terminal event (providers with no close of
+        their own), the call counts as closed only if its text is one complete valid value."""
+        acc = self.acc
+        text: str = acc.text
+        self.arguments_json = text
+        self.closed = True
+        if not text.strip():
+            self.arguments = {} if self.start_args is None else self.start_args
+            self.complete = True
+            return
+        try:
+            self.arguments = acc.value()
+        except IncompleteJsonError as exc:
+            self.error = f"incomplete JSON arguments: {exc}"
+        except InvalidJsonError as exc:
+            self.error = f"invalid JSON arguments: {exc}"
+        else:
+            self.complete = True
+            return
+        self.arguments = None
+        self.complete = not terminal
+
+    def snapshot(self, block: int) -> ToolCall:
+        if self.closed:
+            return ToolCall(
+                index=self.position,
+                id=self.id,
+                name=self.name,
+                arguments=self.arguments,
+                arguments_json=self.arguments_json,
+                complete=self.complete,
+                error=self.error,
+                block=block,
+                extra=self.extra,
+            )
+        acc = self.acc
+        return ToolCall(
+            index=self.position,
+            id=self.id,
+            name=self.name,
+            arguments=None,
+            arguments_json=acc.text,
+            complete=False,
+            block=block,
+            extra=self.extra,
+            arguments_partial=acc.partial(),
+        )
+
+
+class _Block:
+    """A block being accumulated: text pieces, or a tool call's accumulator."""
+
+    __slots__ = (
+        "call",
+        "choice",
+        "citations",
+        "clean",
+        "complete",
+        "data",
+        "extra",
+        "index",
+        "kind",
+        "pieces",
+        "push",
+        "signature",
+        "snap",
+    )
+
+    def __init__(self, choice: int, index: int, kind: BlockKind) -> None:
+        self.choice = choice
+        self.index = index
+        self.kind: BlockKind = kind
+        self.pieces: list[str] = []
+        #: Where a delta's text goes: ``pieces.append``, or the call's ``JsonAccumulator.push``.
+        self.push: Callable[[str], None] = self.pieces.append
+        self.signature: str | None = None
+        self.data: Any = None
+        self.extra: dict[str, Any] = {}
+        self.citations: list[Citation] = []
+        self.complete = False
+        self.call: _Call | None = None
+        #: No change since the last snapshot (else the block is in ``Folder._dirty``).
+        self.clean = True
+        self.snap: Block | None = None
+
+    def __lt__(self, other: _Block) -> bool:
+        return self.index < other.index
+
+    def text(self) -> str:
+        pieces = self.pieces
+        if not pieces:
+            return ""
+        if len(pieces) > 1:
+            # Keep the join: the next snapshot joins it with only the newer pieces.
+            pieces[:] = ["".join(pieces)]
+        return pieces[0]
+
+    def refresh(self) -> Block:
+        call = self.call
+        tool_call = None
+        if call is not None:
+            tool_call = call.snap = call.snapshot(self.index)
+        self.snap = Block(
+            index=self.index,
+            kind=self.kind,
+            text=self.text(),
+            signature=self.signature,
+            data=self.data,
+            tool_call=tool_call,
+            citations=list(self.citations),
+            complete=self.complete,
+            extra=self.extra,
+        )
+        self.clean = True
+        return self.snap
+
+
+class _Choice:
+    """One choice (OpenAI ``n>1``; choice 0 everywhere else) being accumulated."""
+
+    __slots__ = (
+        "blocks",
+        "calls",
+        "changed",
+        "citations",
+        "end_data",
+        "ended",
+        "finish",
+        "id",
+        "index",
+        "joins",
+        "joins_stale",
+        "model",
+        "order",
+        "raw_finish",
+        "role",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.model: str | None = None
+        self.role = "assistant"
+        self.ended = False
+        self.finish: FinishReason | None = None
+        self.raw_finish: str | None = None
+        self.end_data: Any = None
+        self.blocks: dict[int, _Block] = {}
+        #: Blocks in block-index order.
+        self.order: list[_Block] = []
+        #: Tool calls (not server tools) in order of appearance.
+        self.calls: list[_Call] = []
+        self.citations: list[Citation] = []
+        self.changed = True
+        #: text, reasoning, tool_plan, refusal: joined at the last snapshot.
+        self.joins: tuple[str, str, str, str] = ("", "", "", "")
+        self.joins_stale = False
+
+    def joined(self) -> tuple[str, str, str, str]:
+        if self.joins_stale:
+            parts: dict[str, list[str]] = {
+                "text": [],
+                "reasoning": [],
+                "tool_plan": [],
+                "refusal": [],
+            }
+            for b in self.order:
+                bucket = parts.get(b.kind)
+                if bucket is not None:
+                    bucket.append(b.snap.text if b.snap is not None else b.text())
+            self.joins = (
+                "".join(parts["text"]),
+                "".join(parts["reasoning"]),
+                "".join(parts["tool_plan"]),
+                "".join(parts["refusal"]),
+            )
+            self.joins_stale = False
+        return self.joins
+
+
+class _RunView:
+    """Copies of the run-level lists, made once per change and shared by every snapshot."""
+
+    __slots__ = ("media", "notices", "queries", "sources", "steps", "tool_results", "warnings")
+
+    def __init__(self, folder: Folder) -> None:
+        self.tool_results: list[ToolResult] = list(folder._tool_results)
+        self.steps: list[Step] = [_copy_step(s) for s in folder._steps]
+        self.sources: list[Any] | None = None if folder._sources is None else list(folder._sources)
+        self.queries: list[Any] = list(folder._queries)
+        self.media: list[Any] = list(folder._media)
+        self.notices: list[Any] = list(folder._notices)
+        self.warnings: list[str] = list(folder._warnings)
+
+
+def _copy_step(step: Step) -> Step:
+    return replace(step, children=[_copy_step(c) for c in step.children])
+
+
+_JOINED_KINDS = frozenset({"text", "reasoning", "tool_plan", "refusal"})
+
+
+class Folder:
+    """Fold events into messages: ``add(event)`` each event, then ``result()``.
+
+    ``provider`` names the provider for messages and errors (``Message.provider``, the default
+    of ``Message.to_request``). With ``strict=True`` a broken rule of the event contract (a
+    delta for a block never started, a step ended that never started, a mismatch between
+    Onecortex ``done.result`` and the joined text) raises :class:`ProtocolError`; by default
+    it is recorded in ``Message.warnings``.
+
+    Several choices (OpenAI ``n>1``) fold into one message each: :meth:`result` and
+    :meth:`snapshot` return choice 0 and list every choice in ``.choices``; :meth:`results`
+    returns the list.
+    """
+
+    __slots__ = (
+        "_choices",
+        "_dirty",
+        "_dispatch",
+        "_last",
+        "_media",
+        "_notices",
+        "_pending",
+        "_queries",
+        "_run_changed",
+        "_run_seen",
+        "_run_terminal",
+        "_run_view",
+        "_snap",
+        "_sources",
+        "_status",
+        "_step_count",
+        "_step_stack",
+        "_steps",
+        "_tool_results",
+        "_usage",
+        "_warnings",
+        "provider",
+        "strict",
+    )
+
+    def __init__(self, provider: str = "", *, strict: bool = False) -> None:
+        self.provider = provider
+        self.strict = strict
+        self._choices: dict[int, _Choice] = {}
+        #: Blocks changed since the last snapshot.
+        self._dirty: list[_Block] = []
+        #: The block the last delta went to: deltas come in runs on one block.
+        self._last = _Block(-1, -1, "other")
+        self._usage: Usage | None = None
+        self._tool_results: list[ToolResult] = []
+        self._steps: list[Step] = []
+        self._step_stack: list[Step] = []
+        self._step_count = 0
+        self._sources: list[Any] | None = None
+        self._queries: list[Any] = []
+        self._media: list[Any] = []
+        self._notices: list[Any] = []
+        self._warnings: list[str] = []
+        self._status: str | None = None
+        self._pending: ToolCall | None = None
+        self._run_seen = False
+        self._run_terminal = False
+        self._run_changed = True
+        self._run_view: _RunView | None = None
+        self._snap: list[Message] | None = None
+        self._dispatch: dict[type, Callable[[Any], None]] = {
+            BlockDelta: self._on_delta,
+            BlockStart: self._on_block_start,
+            BlockEnd: self._on_block_end,
+            SignatureDelta: self._on_signature,
+            CitationAdded: self._on_citation,
+            UsageUpdate: self._on_usage,
+            MessageStart: self._on_message_start,
+            MessageEnd: self._on_message_end,
+            StepStart: self._on_step_start,
+            StepEnd: self._on_step_end,
+            ToolResultAdded: self._on_tool_result,
+            SourcesAdded: self._on_sources,
+            MediaAdded: self._on_media,
+            RunStatus: self._on_run_status,
+            Notice: self._on_notice,
+            Unknown: self._ignore,
+        }
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def add(self, event: Event) -> None:
+        """Fold one event in."""
+        try:
+            handler = self._dispatch[event.__class__]
+        except KeyError:
+            handler = self.handler_for(event.__class__)
+        handler(event)
+
+    def handler_for(self, cls: type) -> Callable[[Any], None]:
+        """The handler of an event class (a subclass gets its base's); unknown classes are
+        ignored, like ``Unknown`` events."""
+        for base in cls.__mro__:
+            handler = self._dispatch.get(base)
+            if handler is not None:
+                break
+        else:
+            handler = self._ignore
+        self._dispatch[cls] = handler
+        return handler
+
+    @property
+    def dispatch(self) -> dict[type, Callable[[Any], None]]:
+        """Event class -> bound handler, for loops that inline :meth:`add`."""
+        return self._dispatch
+
+    # -- results ------------------------------------------------------------------------------
+
+    @property
+    def complete(self) -> bool:
+        """Every started choice ended, and a durable run (if any) reached a terminal status."""
+        choices = self._choices
+        if not choices:
+            return False
+        for c in choices.values():
+            if not c.ended:
+                return False
+        return self._run_terminal or not self._run_seen
+
+    def snapshot(self) -> Message:
+        """The message so far (choice 0; every choice in ``.choices``). Costs time in
+        proportion to what changed since the last snapshot; open tool calls show their
+        best-effort arguments in ``ToolCall.partial_arguments()``."""
+        return self._build()[0]
+
+    def result(self) -> Message:
+        """The final message (choice 0; every choice in ``.choices``).
+
+        Raises :class:`IncompleteStreamError` (with ``.partial``) when the terminal event has
+        not been seen.
+        """
+        return self.results()[0]
+
+    def results(self) -> list[Message]:
+        """The final message of every choice, in choice order."""
+        if not self.complete:
+            name = self.provider or "stream"
+            raise IncompleteStreamError(
+                f"{name}: the events ended without the provider's terminal event; the answer "
+                "may be cut short",
+                provider=self.provider or None,
+                partial=self.partial(),
+            )
+        return self._build()
+
+    def partial(self) -> Message:
+        """The message folded so far as the outcome of a stream that stopped here: open tool
+        calls are marked incomplete (``arguments`` ``None``, ``error`` set, their text kept
+        in ``arguments_json``), open blocks ``complete=False``."""
+        return self._partials()[0]
+
+    @property
+    def produced_content(self) -> bool:
+        """Some part of the answer exists: text, reasoning, a tool plan, a refusal, a tool call,
+        a tool result or media. A retry would then show a second, different answer."""
+        if self._tool_results or self._media:
+            return True
+        for c in self._choices.values():
+            for b in c.order:
+                if b.call is not None or b.data is not None:
+                    return True
+                pieces = b.pieces
+                if pieces and (len(pieces) > 1 or pieces[0]):
+                    return True
+        return False
+
+    def annotate_error(self, exc: StreamfoldError) -> StreamfoldError:
+        """Give an error raised while reading the stream what the fold knows: ``.partial``
+        (for every error that has it) and, for :class:`StreamError`,
+        ``retryable_without_duplicate`` (true only when no content had been produced)."""
+        if isinstance(exc, StreamError):
+            partial = self._partials(error=exc)[0]
+            exc.retryable_without_duplicate = not self.produced_content
+            exc.partial = partial
+        elif isinstance(exc, (IncompleteStreamError, ProtocolError)):
+            exc.partial = self.partial()
+        return exc
+
+    # -- building messages --------------------------------------------------------------------
+
+    def _refresh_dirty(self) -> None:
+        dirty = self._dirty
+        if not dirty:
+            return
+        choices = self._choices
+        for b in dirty:
+            b.refresh()
+            c = choices[b.choice]
+            c.changed = True
+            if b.kind in _JOINED_KINDS:
+                c.joins_stale = True
+        dirty.clear()
+
+    def _run(self) -> _RunView:
+        view = self._run_view
+        if view is None or self._run_changed:
+            view = self._run_view = _RunView(self)
+        return view
+
+    def _build(self) -> list[Message]:
+        self._refresh_dirty()
+        snap = self._snap
+        if snap is not None and not self._run_changed:
+            for c in self._choices.values():
+                if c.changed:
+                    break
+            else:
+                return snap
+        run = self._run()
+        self._run_changed = False
+        choices = self._choices or {0: _Choice(0)}
+        run_over = self._run_terminal or not self._run_seen
+        messages = [self._message(choices[i], run, run_over) for i in sorted(choices)]
+        for m in messages:
+            m.choices = messages
+        for c in choices.values():
+            c.changed = False
+        self._snap = messages
+        return messages
+
+    def _message(self, c: _Choice, run: _RunView, run_over: bool) -> Message:
+        text, reasoning, tool_plan, refusal = c.joined()
+        blocks: list[Block] = []
+        for b in c.order:
+            blocks.append(b.snap if b.snap is not None else b.refresh())
+        return Message(
+            provider=self.provider,
+            id=c.id,
+            model=c.model,
+            role=c.role,
+            text=text,
+            blocks=blocks,
+            tool_calls=[call.snap for call in c.calls if call.snap is not None],
+            tool_plan=tool_plan,
+            refusal=refusal,
+            reasoning=reasoning,
+            citations=list(c.citations),
+            tool_results=run.tool_results,
+            steps=run.steps,
+            sources=run.sources,
+            search_queries=run.queries,
+            media=run.media,
+            finish_reason=c.finish,
+            raw_finish_reason=c.raw_finish,
+            usage=self._usage,
+            complete=c.ended and run_over,
+            status=self._status,
+            pending_tool_call=self._pending,
+            notices=run.notices,
+            warnings=run.warnings,
+            choice=c.index,
+        )
+
+    def _partials(self, error: StreamError | None = None) -> list[Message]:
+        messages = self._build()
+        out: list[Message] = []
+        for m in messages:
+            c = self._choices.get(m.choice)
+            blocks = m.blocks
+            calls = m.tool_calls
+            if c is not None and any(not b.complete for b in c.order):
+                blocks = []
+                calls = []
+                for b in c.order:
+                    snap = b.snap
+                    assert snap is not None
+                    if not b.complete:
+                        tool_call = snap.tool_call
+                        if b.call is not None and not b.call.closed and tool_call is not None:
+                            tool_call = replace(tool_call, error=_OPEN_CALL_ERROR)
+                        snap = replace(snap, tool_call=tool_call)
+                    blocks.append(snap)
+                    if snap.tool_call is not None and b.kind == "tool_call":
+                        calls.append(snap.tool_call)
+            finish, raw_finish = m.finish_reason, m.raw_finish_reason
+            if error is not None and not m.complete and finish is None:
+                finish = "error"
+            out.append(
+                replace(
+                    m,
+                    blocks=blocks,
+                    tool_calls=calls,
+                    finish_reason=finish,
+                    raw_finish_reason=raw_finish,
+                    complete=False,
+                    error=_error_object(error) if error is not None else None,
+                )
+            )
+        for m in out:
+            m.choices = out
+        return out
+
+    # -- event handlers -----------------------------------------------------------------------
+
+    def _choice(self, index: int) -> _Choice:
+        c = self._choices.get(index)
+        if c is None:
+            c = self._choices[index] = _Choice(index)
+        return c
+
+    def _violation(self, message: str, event: Event) -> None:
+        text = f"{self.provider or 'fold'}: {message} (event {event.type!r})"
+        if self.strict:
+            raise ProtocolError(
+                text,
+                provider=self.provider or None,
+                event=event.type,
+                raw=event.raw,
+                partial=self.partial(),
+            )
+        self._warnings.append(text)
+        self._run_changed = True
+
+    def _mark(self, b: _Block) -> None:
+        if b.clean:
+            b.clean = False
+            self._dirty.append(b)
+
+    def _open(self, choice: int, index: int, kind: BlockKind) -> _Block:
+        c = self._choice(choice)
+        b = _Block(choice, index, kind)
+        c.blocks[index] = b
+        order = c.order
+        if not order or order[-1].index < index:
+            order.append(b)
+        else:
+            insort(order, b)
+        self._mark(b)
+        return b
+
+    def _find(self, choice: int, index: int, event: Event) -> _Block | None:
+        c = self._choices.get(choice)
+        b = None if c is None else c.blocks.get(index)
+        if b is None:
+            self._violation(
+                f"{event.type} for block {index} of choice {choice} never started", event
+            )
+        return b
+
+    def _on_block_start(self, ev: BlockStart) -> None:
+        c = self._choices.get(ev.choice)
+        if c is not None and ev.index in c.blocks:
+            self._violation(f"block {ev.index} of choice {ev.choice} started twice", ev)
+            return
+        kind = ev.kind
+        b = self._open(ev.choice, ev.index, kind)
+        b.data = ev.data
+        if ev.extra:
+            b.extra = dict(ev.extra)
+        if kind == "tool_call":
+            c = self._choices[ev.choice]
+            call = b.call = _Call(ev, len(c.calls))
+            c.calls.append(call)
+            b.push = call.acc.push if call.acc is not None else self._stray(b, ev)
+        elif kind == "server_tool" and not ev.complete:
+            # A provider-run tool whose input streams (Anthropic server_tool_use) gets a call
+            # at its first fragment; one that only reports progress (web_search_call) never.
+            b.push = self._server_input(b, ev)
+        elif ev.complete:
+            b.push = self._stray(b, ev)
+        elif ev.text:
+            b.pieces.append(ev.text)
+        self._last = b
+
+    def _server_input(self, b: _Block, start: BlockStart) -> Callable[[str], None]:
+        def push(text: str) -> None:
+            call = b.call = _Call(start, -1)
+            b.push = call.acc.push
+            call.acc.push(text)
+
+        return push
+
+    def _stray(self, b: _Block, start: Event) -> Callable[[str], None]:
+        """A delta after the block closed (or for a block that arrived whole): recorded, and
+        for text blocks kept rather than lost."""
+
+        def push(text: str) -> None:
+            self._violation(f"delta for closed block {b.index} of choice {b.choice}", start)
+            if b.call is None and b.kind in _JOINED_KINDS:
+                b.pieces.append(text)
+
+        return push
+
+    def _on_delta(self, ev: BlockDelta) -> None:
+        b = self._last
+        if b.index != ev.index or b.choice != ev.choice:
+            found = self._find(ev.choice, ev.index, ev)
+            # Not strict: open the block so no text is lost.
+            b = self._last = (
+                found if found is not None else self._open(ev.choice, ev.index, ev.kind)
+            )
+            if found is None and ev.kind in ("tool_call", "server_tool"):
+                self._make_call(b, ev)
+        b.push(ev.text)
+        if b.clean:
+            b.clean = False
+            self._dirty.append(b)
+
+    def _make_call(self, b: _Block, ev: BlockDelta) -> None:
+        c = self._choices[ev.choice]
+        call = b.call = _Call(
+            BlockStart(index=ev.index, kind=ev.kind, choice=ev.choice), len(c.calls)
+        )
+        if ev.kind == "tool_call":
+            c.calls.append(call)
+        b.push = call.acc.push
+
+    def _on_block_end(self, ev: BlockEnd) -> None:
+        b = self._find(ev.choice, ev.index, ev)
+        if b is None:
+            return
+        if ev.data is not None:
+            b.data = ev.data  # the block's final payload (Responses ``output_item.done``)
+            self._mark(b)
+        if not b.complete:
+            self._close(b, terminal=False)
+
+    def _close(self, b: _Block, *, terminal: bool) -> None:
+        call = b.call
+        if call is not None and not call.closed:
+            call.close(terminal=terminal)
+        b.complete = call is None or call.complete or not terminal
+        b.push = self._stray(b, BlockEnd(index=b.index, kind=b.kind, choice=b.choice))
+        self._mark(b)
+
+    def _on_signature(self, ev: SignatureDelta) -> None:
+        b = self._find(ev.choice, ev.index, ev)
+        if b is None:
+            return
+        b.signature = ev.signature
+        self._mark(b)
+
+    def _on_citation(self, ev: CitationAdded) -> None:
+        c = self._choice(ev.choice)
+        citation = ev.citation
+        c.citations.append(citation)
+        c.changed = True
+        if citation.block is not None:
+            b = c.blocks.get(citation.block)
+            if b is not None:
+                b.citations.append(citation)
+                self._mark(b)
+
+    def _on_usage(self, ev: UsageUpdate) -> None:
+        # The provider's current total: replaced, never summed.
+        self._usage = ev.usage
+        self._run_changed = True
+
+    def _on_message_start(self, ev: MessageStart) -> None:
+        c = self._choice(ev.choice)
+        if ev.id is not None:
+            c.id = ev.id
+        if ev.model is not None:
+            c.model = ev.model
+        c.role = ev.role
+        c.changed = True
+
+    def _on_message_end(self, ev: MessageEnd) -> None:
+        c = self._choice(ev.choice)
+        if c.ended:
+            self._violation(f"choice {ev.choice} ended twice", ev)
+        c.ended = True
+        for b in c.order:
+            if not b.complete:
+                self._close(b, terminal=True)
+        finish = ev.finish_reason
+        if finish in _TOOL_TURN_FINISHES and c.calls:
+            # A turn that ends asking for tools; calls an agent platform already ran (their
+            # result is in the stream) ask for nothing.
+            answered = {r.call_id for r in self._tool_results}
+            if any(call.complete and call.id not in answered for call in c.calls):
+                finish = "tool_calls"
+        c.finish = finish
+        c.raw_finish = ev.raw_finish_reason
+        c.end_data = ev.data
+        c.changed = True
+        data = ev.data
+        if isinstance(data, dict):
+            result = data.get("result")
+            if isinstance(result, str):
+                self._check_result(c, result, ev)
+
+    def _check_result(self, c: _Choice, result: str, ev: MessageEnd) -> None:
+        """Onecortex ``done.result`` is the whole reply: it must equal the joined text."""
+        self._refresh_dirty()
+        text = c.joined()[0]
+        if text != result:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(text, result, strict=False)) if a != b),
+                min(len(text), len(result)),
+            )
+            self._violation(
+                f"the final result ({len(result)} characters) differs from the joined text "
+                f"({len(text)} characters) from character {at}",
+                ev,
+            )
+
+    def _on_step_start(self, ev: StepStart) -> None:
+        stack = self._step_stack
+        parent = stack[-1] if stack else None
+        step = Step(
+            name=ev.name,
+            order=self._step_count,
+            id=ev.id,
+            parent=None if parent is None else parent.order,
+            depth=len(stack),
+            raw=ev.raw,
+        )
+        self._step_count += 1
+        (self._steps if parent is None else parent.children).append(step)
+        stack.append(step)
+        self._run_changed = True
+
+    def _on_step_end(self, ev: StepEnd) -> None:
+        stack = self._step_stack
+        for pos in range(len(stack) - 1, -1, -1):
+            s = stack[pos]
+            if ev.id is not None and s.id is not None:
+                if s.id == ev.id:
+                    break
+            elif ev.name is None or s.name == ev.name:
+                break
+        else:
+            self._violation(f"step {ev.name or ev.id!r} ended but is not open", ev)
+            return
+        if pos != len(stack) - 1:
+            inner = ", ".join(repr(s.name) for s in stack[pos + 1 :])
+            self._violation(f"step {s.name!r} ended while {inner} still open", ev)
+        s.complete = True
+        del stack[pos:]
+        self._run_changed = True
+
+    def _on_tool_result(self, ev: ToolResultAdded) -> None:
+        self._tool_results.append(ev.result)
+        self._run_changed = True
+
+    def _on_sources(self, ev: SourcesAdded) -> None:
+        # None (retrieval did not run) never erases sources; [] (found nothing) is kept.
+        if ev.sources is not None:
+            if self._sources is None:
+                self._sources = list(ev.sources)
+            else:
+                self._sources.extend(ev.sources)
+        if ev.queries:
+            self._queries.extend(ev.queries)
+        self._run_changed = True
+
+    def _on_media(self, ev: MediaAdded) -> None:
+        self._media.append(ev.media)
+        self._run_changed = True
+
+    def _on_run_status(self, ev: RunStatus) -> None:
+        self._run_seen = True
+        self._status = ev.status
+        if ev.terminal:
+            self._run_terminal = True
+        if ev.status == "waiting" and (
+            ev.pending_tool_call_id is not None or ev.pending_tool_name is not None
+        ):
+            arguments, arguments_json, error = _whole_arguments(ev.pending_tool_input)
+            self._pending = ToolCall(
+                index=0,
+                id=ev.pending_tool_call_id,
+                name=ev.pending_tool_name,
+                arguments=arguments,
+                arguments_json=arguments_json,
+                complete=error is None,
+                error=error,
+            )
+        else:
+            self._pending = None
+        self._run_changed = True
+
+    def _on_notice(self, ev: Notice) -> None:
+        kind = ev.kind
+        if kind == "warning":
+            self._warnings.append(ev.message or "warning")
+        elif kind == "ping":
+            return
+        else:
+            self._notices.append(ev)
+            if kind == "search_queries" and isinstance(ev.data, list):
+                self._queries.extend(ev.data)
+        self._run_changed = True
+
+    def _ignore(self, ev: Event) -> None:
+        pass
+
+
+def _error_object(exc: StreamError) -> Any:
+    """The provider's error object for ``Message.error``: the ``error`` member of the error
+    frame's payload when it is an object, else the payload itself, else code and message."""
+    payload = exc.raw
+    if payload is not None and not isinstance(payload, dict):
+        try:
+            payload = payload.json()  # a ServerSentEvent
+        except (AttributeError, ValueError):
+            payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        return error if isinstance(error, dict) else payload
+    return {"code": exc.code, "message": exc.message}

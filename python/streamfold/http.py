@@ -1,0 +1,875 @@
+"""HTTP client adapters: httpx (sync and async) and aiohttp responses, and ``stream()``.
+
+``sf.events(response, provider=...)`` and ``sf.fold(response, ...)`` accept an ``httpx.Response``
+(from ``httpx.Client`` or ``httpx.AsyncClient``, for the async forms) or an
+``aiohttp.ClientResponse`` directly. Before a byte of the body is parsed:
+
+* a status outside 2xx raises :class:`~streamfold.errors.StreamError` with ``status``, the
+  provider's ``code`` and ``message`` and the parsed error body in ``raw`` (the body is read,
+  at most :data:`MAX_ERROR_BODY` bytes, and never parsed as events);
+* a content type the provider does not stream raises :class:`~streamfold.errors.ProtocolError`
+  with an excerpt of the body (``text/event-stream`` for SSE providers; ``cohere-v1`` streams
+  JSON lines: ``application/stream+json``, ``application/x-ndjson`` or ``application/json``;
+  ``auto`` accepts any of them; a missing ``Content-Type`` is accepted). To skip the checks, pass
+  the bytes instead of the response (``response.iter_bytes()``).
+
+The response is closed when the iteration ends, when the caller stops early and when the
+caller's loop raises: no connection is leaked. Bodies are read decoded (gzip and friends
+undone by the client). A connection that fails while the body is read raises
+``IncompleteStreamError`` (``ConnectionLostError``; the client's exception is its
+``__cause__``), so ``sf.fold`` gives it ``.partial``; :mod:`streamfold.resumable` reconnects.
+
+Neither httpx nor aiohttp is imported by ``import streamfold``: this module imports them only
+when it is used (``pip install streamfold[httpx]`` / ``streamfold[aiohttp]``). aiohttp is
+asyncio-only; everything for httpx works under asyncio and trio alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._transport import connection_lost, is_transport_error
+from .errors import ProtocolError, StreamError, StreamfoldError
+from .pipeline import DEFAULT_MAX_EVENT_BYTES
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    import httpx
+
+    from .events import Event
+    from .folder import Folder
+    from .message import Message
+    from .resumable import Cursor
+
+__all__ = [
+    "MAX_ERROR_BODY",
+    "AsyncEventStream",
+    "EventStream",
+    "astream",
+    "async_response_chunks",
+    "stream",
+    "sync_response_chunks",
+]
+
+#: At most this many bytes of an error body are read.
+MAX_ERROR_BODY = 64 * 1024
+#: At most this many bytes of an unexpected body are read for the error's excerpt.
+_EXCERPT_BYTES = 1024
+
+_SSE_TYPES = frozenset({"text/event-stream"})
+_JSON_LINES_TYPES = frozenset(
+    {
+        "application/stream+json",
+        "application/x-ndjson",
+        "application/ndjson",
+        "application/jsonl",
+        "application/x-jsonlines",
+        "application/json",
+    }
+)
+
+#: Timeouts of the temporary client ``stream()`` makes: LLM streams can be silent for minutes
+#: (reasoning models), so reads get the OpenAI and Anthropic SDKs' 600 s; connecting gets 5 s.
+_DEFAULT_TIMEOUT = (600.0, 5.0)
+
+
+# -- checks made before the body is read ----------------------------------------------------
+
+
+def _expected_types(provider: str) -> frozenset[str]:
+    if provider == "auto":
+        return _SSE_TYPES | _JSON_LINES_TYPES
+    from .providers import provider_class
+
+    framing = getattr(provider_class(provider), "framing", "sse")
+    return _JSON_LINES_TYPES if framing == "jsonl" else _SSE_TYPES
+
+
+def _media_type(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    return content_type.split(";", 1)[0].strip().lower() or None
+
+
+def _content_type_error(
+    provider: str, content_type: str, body: bytes, status: int
+) -> ProtocolError:
+    expected = " or ".join(sorted(_expected_types(provider)))
+    excerpt = body[:_EXCERPT_BYTES].decode("utf-8", errors="replace")
+    hint = ""
+    if provider == "gemini" and _media_type(content_type) == "application/json":
+        hint = " (Gemini streams SSE only with ?alt=sse on streamGenerateContent)"
+    shown = excerpt if len(excerpt) <= 200 else excerpt[:200] + "…"
+    return ProtocolError(
+        f"{provider}: HTTP {status} with content type {content_type!r}, expected {expected}"
+        f"{hint}; the body starts with {shown!r}. To parse it anyway pass the bytes "
+        "(response.iter_bytes()) instead of the response",
+        provider=provider,
+        position=0,
+        raw=excerpt,
+    )
+
+
+def _error_fields(body: Any) -> tuple[str | int | None, str | None]:
+    """The provider's error code and message from the common error body shapes."""
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]  # Gemini without alt=sse wraps everything in an array
+    if not isinstance(body, dict):
+        return None, None
+    error: Any = body.get("error", body)
+    if isinstance(error, str):
+        return body.get("code") if isinstance(body.get("code"), str) else None, error
+    if not isinstance(error, dict):
+        return None, None
+    message = error.get("message") or error.get("detail") or body.get("detail")
+    if not isinstance(message, str):
+        message = json.dumps(message) if message is not None else None
+    code: Any = None
+    for key in ("code", "type", "status"):
+        value = error.get(key)
+        if isinstance(value, str) and value and value != "error":
+            code = value
+            break
+    if code is None and isinstance(error.get("code"), int):
+        code = error["code"]
+    return code, message
+
+
+def _status_error(
+    provider: str,
+    status: int,
+    *,
+    reason: str | None,
+    headers: Mapping[str, str],
+    body: bytes,
+    truncated: bool,
+) -> StreamError:
+    text = body.decode("utf-8", errors="replace")
+    raw: Any
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raw = text
+    code, message = _error_fields(raw)
+    if message is None:
+        message = text.strip()[:500] or (reason or "")
+    if truncated:
+        message += f" (error body cut at {MAX_ERROR_BODY} bytes)"
+    return StreamError(
+        f"{provider}: HTTP {status}{' ' + reason if reason else ''} before the stream: {message}",
+        code=code if code is not None else status,
+        provider=provider,
+        raw=raw,
+        status=status,
+        retryable_without_duplicate=True,
+        position=0,
+        retry_after=_retry_after(headers.get("retry-after")),
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    import datetime
+
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
+def _read_bounded(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
+    buf = bytearray()
+    for chunk in chunks:
+        buf += chunk
+        if len(buf) > limit:
+            return bytes(buf[:limit]), True
+    return bytes(buf), False
+
+
+async def _aread_bounded(chunks: AsyncIterator[bytes], limit: int) -> tuple[bytes, bool]:
+    buf = bytearray()
+    async for chunk in chunks:
+        buf += chunk
+        if len(buf) > limit:
+            return bytes(buf[:limit]), True
+    return bytes(buf), False
+
+
+def _check_head(provider: str, status: int, content_type: str | None) -> tuple[bool, bool]:
+    """(status is an error, content type is wrong)."""
+    if not 200 <= status < 300:
+        return True, False
+    media = _media_type(content_type)
+    return False, media is not None and media not in _expected_types(provider)
+
+
+# -- which client made the response ---------------------------------------------------------
+
+
+def _httpx_response(source: object) -> httpx.Response | None:
+    httpx_module = sys.modules.get("httpx")
+    if httpx_module is not None and isinstance(source, httpx_module.Response):
+        response: httpx.Response = source
+        return response
+    return None
+
+
+def _aiohttp_response(source: object) -> Any:
+    aiohttp_module = sys.modules.get("aiohttp")
+    if aiohttp_module is not None and isinstance(source, aiohttp_module.ClientResponse):
+        return source
+    return None
+
+
+def _httpx_is_async_only(response: httpx.Response) -> bool:
+    import httpx
+
+    stream = response.stream
+    return not isinstance(stream, httpx.SyncByteStream) and not response.is_stream_consumed
+
+
+def _not_a_response(source: object) -> TypeError:
+    return TypeError(
+        "expected an iterable of bytes chunks or an HTTP response (httpx.Response, "
+        f"aiohttp.ClientResponse), got {type(source).__module__}.{type(source).__qualname__}"
+    )
+
+
+# -- sync: httpx.Response from httpx.Client --------------------------------------------------
+
+
+def check_response(response: httpx.Response, provider: str) -> None:
+    """Raise ``StreamError`` / ``ProtocolError`` for a response that is not the stream.
+
+    Reads (and closes) the response only when it raises.
+    """
+    is_error, bad_type = _check_head(
+        provider, response.status_code, response.headers.get("content-type")
+    )
+    if not (is_error or bad_type):
+        return
+    try:
+        if is_error:
+            body, truncated = _read_bounded(response.iter_bytes(), MAX_ERROR_BODY)
+            raise _status_error(
+                provider,
+                response.status_code,
+                reason=response.reason_phrase,
+                headers=response.headers,
+                body=body,
+                truncated=truncated,
+            )
+        body, _ = _read_bounded(response.iter_bytes(), _EXCERPT_BYTES)
+        raise _content_type_error(
+            provider, response.headers.get("content-type", ""), body, response.status_code
+        )
+    finally:
+        response.close()
+
+
+@contextlib.contextmanager
+def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes]]:
+    """The decoded body of a sync HTTP response as an iterator of bytes, checked first and
+    closed on exit (end of body, early exit, exception in the caller's loop)."""
+    response = _httpx_response(source)
+    if response is None:
+        if _aiohttp_response(source) is not None:
+            raise TypeError(
+                "an aiohttp.ClientResponse is read asynchronously: use sf.aevents / sf.afold"
+            )
+        raise _not_a_response(source)
+    if _httpx_is_async_only(response):
+        raise TypeError(
+            "this httpx.Response comes from httpx.AsyncClient: use sf.aevents / sf.afold "
+            "(or read it with httpx.Client)"
+        )
+    check_response(response, provider)
+    chunks = _guard(response.iter_bytes(), provider)
+    try:
+        yield chunks
+    finally:
+        try:
+            chunks.close()
+        finally:
+            response.close()
+
+
+def _guard(chunks: Iterator[bytes], provider: str) -> Generator[bytes]:
+    """The body, with a connection failing mid-body raised as ``ConnectionLostError``."""
+    seen = 0
+    try:
+        for chunk in chunks:
+            seen += len(chunk)
+            yield chunk
+    except Exception as exc:
+        if is_transport_error(exc):
+            raise connection_lost(provider, seen, exc) from exc
+        raise
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+async def _aguard(chunks: AsyncIterator[bytes], provider: str) -> AsyncGenerator[bytes]:
+    """Async twin of :func:`_guard`."""
+    seen = 0
+    try:
+        async for chunk in chunks:
+            seen += len(chunk)
+            yield chunk
+    except Exception as exc:
+        if is_transport_error(exc):
+            raise connection_lost(provider, seen, exc) from exc
+        raise
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+# -- async: httpx.Response from httpx.AsyncClient, aiohttp.ClientResponse -------------------
+
+
+async def acheck_response(response: Any, provider: str) -> None:
+    """Async twin of :func:`check_response`, for httpx and aiohttp responses."""
+    aiohttp_response = _aiohttp_response(response)
+    if aiohttp_response is not None:
+        status = aiohttp_response.status
+        content_type = aiohttp_response.headers.get("Content-Type")
+    else:
+        status = response.status_code
+        content_type = response.headers.get("content-type")
+    is_error, bad_type = _check_head(provider, status, content_type)
+    if not (is_error or bad_type):
+        return
+    try:
+        chunks = (
+            aiohttp_response.content.iter_any()
+            if aiohttp_response is not None
+            else response.aiter_bytes()
+        )
+        limit = MAX_ERROR_BODY if is_error else _EXCERPT_BYTES
+        body, truncated = await _aread_bounded(chunks, limit)
+        if is_error:
+            reason = (
+                aiohttp_response.reason if aiohttp_response is not None else response.reason_phrase
+            )
+            raise _status_error(
+                provider,
+                status,
+                reason=reason,
+                headers=response.headers,
+                body=body,
+                truncated=truncated,
+            )
+        raise _content_type_error(provider, content_type or "", body, status)
+    finally:
+        await _aclose_response(response, complete=False)
+
+
+async def _aclose_response(response: Any, *, complete: bool) -> None:
+    aiohttp_response = _aiohttp_response(response)
+    if aiohttp_response is None:
+        await response.aclose()
+    elif complete:
+        # Whole body read: the connection goes back to the pool.
+        aiohttp_response.release()
+    else:
+        # Body not read to the end: the connection cannot be reused; close it so the server
+        # sees the client go away.
+        aiohttp_response.close()
+
+
+async def _aiter_aiohttp(response: Any) -> AsyncGenerator[bytes]:
+    async for chunk in response.content.iter_any():
+        yield chunk
+
+
+@contextlib.asynccontextmanager
+async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
+    """Async twin of :func:`sync_response_chunks` for httpx (``AsyncClient``) and aiohttp."""
+    chunks: AsyncGenerator[bytes]
+    if _aiohttp_response(source) is not None:
+        await acheck_response(source, provider)
+        chunks = _aguard(_aiter_aiohttp(source), provider)
+    else:
+        response = _httpx_response(source)
+        if response is None:
+            raise _not_a_response(source)
+        import httpx
+
+        if isinstance(response.stream, httpx.SyncByteStream) and not isinstance(
+            response.stream, httpx.AsyncByteStream
+        ):
+            raise TypeError(
+                "this httpx.Response comes from httpx.Client: use sf.events / sf.fold "
+                "(or read it with httpx.AsyncClient)"
+            )
+        await acheck_response(response, provider)
+        chunks = _aguard(response.aiter_bytes(), provider)
+    complete = False
+    try:
+        yield chunks
+        complete = True
+    finally:
+        try:
+            await chunks.aclose()
+        finally:
+            await _aclose_response(source, complete=complete and _at_eof(source))
+
+
+def _at_eof(response: Any) -> bool:
+    aiohttp_response = _aiohttp_response(response)
+    if aiohttp_response is None:
+        return True
+    return bool(aiohttp_response.content.at_eof())
+
+
+# -- stream(): make the request, get the events ----------------------------------------------
+
+
+def _merge_cursor(url: Any, request_kwargs: dict[str, Any], cursor: Cursor) -> dict[str, Any]:
+    import httpx
+
+    kwargs = dict(request_kwargs)
+    if cursor.params:
+        # httpx >= 0.28 replaces the URL's query with ``params=``: start from what was sent.
+        sent = kwargs["params"] if "params" in kwargs else httpx.URL(url).params
+        kwargs["params"] = httpx.QueryParams(sent).merge(cursor.params)
+    if cursor.headers:
+        headers = httpx.Headers(kwargs.get("headers"))
+        headers.update(cursor.headers)
+        kwargs["headers"] = headers
+    return kwargs
+
+
+class _StreamBase:
+    """What the sync and async streams share: options, the fold, the response."""
+
+    def __init__(
+        self,
+        method: str,
+        url: Any,
+        *,
+        provider: str,
+        client: Any,
+        strict: bool,
+        max_event_bytes: int,
+        resume: bool,
+        max_reconnects: int,
+        idle_timeout: float | None,
+        request_kwargs: dict[str, Any],
+    ) -> None:
+        from .providers import PROVIDER_NAMES
+
+        if provider not in PROVIDER_NAMES:
+            raise ValueError(
+                f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDER_NAMES)}"
+            )
+        self.method = method
+        self.url = url
+        self.provider = provider
+        self._client = client
+        self._strict = strict
+        self._max_event_bytes = max_event_bytes
+        self._resume = resume
+        self._max_reconnects = max_reconnects
+        self._idle_timeout = idle_timeout
+        self._request_kwargs = request_kwargs
+        self._folder: Folder | None = None
+        #: The response of the first request (``None`` until the stream is opened).
+        self.response: httpx.Response | None = None
+        self._closed = False
+        self._entered = False
+
+    @property
+    def folder(self) -> Folder:
+        """The fold of the events read so far."""
+        if self._folder is None:
+            from .folder import Folder
+
+            self._folder = Folder(self.provider, strict=self._strict)
+        return self._folder
+
+    def _add(self, event: Event) -> None:
+        self.folder.add(event)
+
+    def snapshot(self) -> Message:
+        """The message folded from the events read so far (for live UIs)."""
+        return self.folder.snapshot()
+
+    def _result(self) -> Message:
+        return self.folder.result()
+
+    def _annotate(self, exc: StreamfoldError) -> None:
+        if getattr(exc, "partial", None) is None:
+            self.folder.annotate_error(exc)
+
+    @property
+    def status_code(self) -> int | None:
+        return self.response.status_code if self.response is not None else None
+
+    @property
+    def headers(self) -> httpx.Headers | None:
+        return self.response.headers if self.response is not None else None
+
+
+class EventStream(_StreamBase):
+    """A streamed HTTP request: iterate its events, fold its message. Made by :func:`stream`.
+
+    ::
+
+        with sf.stream("POST", url, provider="anthropic", json=body, headers=h) as s:
+            for event in s:          # the events; each one also goes into the fold
+                ...
+            message = s.fold()       # the final message (reads whatever is left first)
+
+    Entering the ``with`` sends the request and checks the status and content type, so HTTP
+    errors raise there. Leaving it closes the response (and the client, when ``stream`` made
+    one). Iterating without ``with`` opens the stream on first use and closes it at the end.
+    """
+
+    def __init__(self, method: str, url: Any, **options: Any) -> None:
+        super().__init__(method, url, **options)
+        self._stack = contextlib.ExitStack()
+        self._iterator: Iterator[Event] | None = None
+
+    def __enter__(self) -> EventStream:
+        self._entered = True
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Send the request; raise ``StreamError`` / ``ProtocolError`` before any event."""
+        if self.response is not None:
+            return
+        if self._closed:
+            raise RuntimeError("this stream is closed")
+        try:
+            self.response = self._send(self._request_kwargs)
+        except BaseException:
+            self.close()
+            raise
+
+    def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
+        import httpx
+
+        client = self._client
+        if client is None:
+            read, connect = _DEFAULT_TIMEOUT
+            client = self._client = self._stack.enter_context(
+                httpx.Client(timeout=httpx.Timeout(read, connect=connect))
+            )
+        response: httpx.Response = self._stack.enter_context(
+            client.stream(self.method, self.url, **kwargs)
+        )
+        check_response(response, self.provider)
+        return response
+
+    def _connect(self, cursor: Cursor) -> Any:
+        if cursor.attempt == 0 and self.response is not None:
+            return self.response
+        kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
+        assert self._client is not None
+        return self._client.stream(self.method, self.url, **kwargs)
+
+    def _make_iterator(self) -> Iterator[Event]:
+        self.open()
+        assert self.response is not None
+        options: dict[str, Any] = {
+            "provider": self.provider,
+            "strict": self._strict,
+            "max_event_bytes": self._max_event_bytes,
+        }
+        if self._resume:
+            from .resumable import events_resumable
+
+            return events_resumable(
+                self._connect,
+                max_reconnects=self._max_reconnects,
+                idle_timeout=self._idle_timeout,
+                **options,
+            )
+        from .api import events
+
+        return events(self.response, **options)
+
+    def events(self) -> Iterator[Event]:
+        """The events not yet read (one shared iterator: a second call continues).
+
+        Nothing once the stream is closed or read to the end.
+        """
+        if self._closed:
+            return
+        if self._iterator is None:
+            self._iterator = self._make_iterator()
+        iterator = self._iterator
+        try:
+            for event in iterator:
+                self._add(event)
+                yield event
+        except StreamfoldError as exc:
+            self._annotate(exc)
+            self.close()
+            raise
+        except GeneratorExit:
+            # The caller stopped iterating: inside ``with`` it may go on reading (``fold()``);
+            # without it nobody else will close the response.
+            if not self._entered:
+                self.close()
+            raise
+        except BaseException:
+            self.close()
+            raise
+        else:
+            self.close()
+
+    def __iter__(self) -> Iterator[Event]:
+        return self.events()
+
+    def fold(self) -> Message:
+        """Read the rest of the stream and return the final message.
+
+        Raises what :func:`streamfold.fold` raises: ``IncompleteStreamError`` when the
+        terminal event never came, ``StreamError`` for a provider error (both with
+        ``.partial``).
+        """
+        for _ in self.events():
+            pass
+        return self._result()
+
+    def close(self) -> None:
+        """Close the response (and the temporary client). Safe to call twice."""
+        self._closed = True
+        iterator = self._iterator
+        try:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._stack.close()
+
+
+class AsyncEventStream(_StreamBase):
+    """Async twin of :class:`EventStream`, made by :func:`astream` (asyncio and trio)::
+
+    async with sf.astream("POST", url, provider="openai", json=body) as s:
+        async for event in s:
+            ...
+        message = await s.fold()
+    """
+
+    def __init__(self, method: str, url: Any, **options: Any) -> None:
+        super().__init__(method, url, **options)
+        self._stack = contextlib.AsyncExitStack()
+        self._iterator: AsyncIterator[Event] | None = None
+
+    async def __aenter__(self) -> AsyncEventStream:
+        self._entered = True
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Send the request; raise ``StreamError`` / ``ProtocolError`` before any event."""
+        if self.response is not None:
+            return
+        if self._closed:
+            raise RuntimeError("this stream is closed")
+        try:
+            self.response = await self._send(self._request_kwargs)
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
+        import httpx
+
+        client = self._client
+        if client is None:
+            read, connect = _DEFAULT_TIMEOUT
+            client = self._client = await self._stack.enter_async_context(
+                httpx.AsyncClient(timeout=httpx.Timeout(read, connect=connect))
+            )
+        response: httpx.Response = await self._stack.enter_async_context(
+            client.stream(self.method, self.url, **kwargs)
+        )
+        await acheck_response(response, self.provider)
+        return response
+
+    def _connect(self, cursor: Cursor) -> Any:
+        if cursor.attempt == 0 and self.response is not None:
+            return self.response
+        kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
+        assert self._client is not None
+        return self._client.stream(self.method, self.url, **kwargs)
+
+    async def _make_iterator(self) -> AsyncIterator[Event]:
+        await self.open()
+        assert self.response is not None
+        options: dict[str, Any] = {
+            "provider": self.provider,
+            "strict": self._strict,
+            "max_event_bytes": self._max_event_bytes,
+        }
+        if self._resume:
+            from .resumable import aevents_resumable
+
+            return aevents_resumable(
+                self._connect,
+                max_reconnects=self._max_reconnects,
+                idle_timeout=self._idle_timeout,
+                **options,
+            )
+        from .api import aevents
+
+        return aevents(self.response, **options)
+
+    async def events(self) -> AsyncIterator[Event]:
+        """The events not yet read (one shared iterator: a second call continues).
+
+        Nothing once the stream is closed or read to the end.
+        """
+        if self._closed:
+            return
+        if self._iterator is None:
+            self._iterator = await self._make_iterator()
+        iterator = self._iterator
+        try:
+            async for event in iterator:
+                self._add(event)
+                yield event
+        except StreamfoldError as exc:
+            self._annotate(exc)
+            await self.aclose()
+            raise
+        except GeneratorExit:
+            if not self._entered:
+                await self.aclose()
+            raise
+        except BaseException:
+            await self.aclose()
+            raise
+        else:
+            await self.aclose()
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self.events()
+
+    async def fold(self) -> Message:
+        """Read the rest of the stream and return the final message (see ``EventStream``)."""
+        async for _ in self.events():
+            pass
+        return self._result()
+
+    async def aclose(self) -> None:
+        """Close the response (and the temporary client). Safe to call twice."""
+        self._closed = True
+        iterator = self._iterator
+        try:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        finally:
+            await self._stack.aclose()
+
+
+def stream(
+    method: str,
+    url: Any,
+    *,
+    provider: str,
+    client: httpx.Client | None = None,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    resume: bool = False,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+    **request_kwargs: Any,
+) -> EventStream:
+    """Make a streamed request with httpx and read it as events or a folded message.
+
+    ``request_kwargs`` go to ``httpx.Client.stream`` (``json=``, ``headers=``, ``params=``,
+    ``timeout=``, ``auth=``…). Without ``client`` a temporary ``httpx.Client`` is made (600 s
+    read timeout, 5 s connect) and closed with the stream.
+
+    ``resume=True`` makes the stream resumable (see :func:`streamfold.events_resumable`): when
+    the connection drops after the stream sent an SSE ``id`` or a provider sequence, the same
+    request is sent again with ``Last-Event-ID`` / ``after_sequence`` / ``starting_after``.
+    Use it for endpoints that resume that way (a Clouisle run stream, SSE endpoints honouring
+    ``Last-Event-ID``); OpenAI Responses resumes on a different URL, so use
+    :func:`streamfold.fold_resumable` with your own ``connect`` there. A stream that never sent
+    an id or a sequence is never re-requested.
+    """
+    return EventStream(
+        method,
+        url,
+        provider=provider,
+        client=client,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        resume=resume,
+        max_reconnects=max_reconnects,
+        idle_timeout=idle_timeout,
+        request_kwargs=request_kwargs,
+    )
+
+
+def astream(
+    method: str,
+    url: Any,
+    *,
+    provider: str,
+    client: httpx.AsyncClient | None = None,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    resume: bool = False,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+    **request_kwargs: Any,
+) -> AsyncEventStream:
+    """Async twin of :func:`stream` with ``httpx.AsyncClient`` (asyncio and trio)."""
+    return AsyncEventStream(
+        method,
+        url,
+        provider=provider,
+        client=client,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        resume=resume,
+        max_reconnects=max_reconnects,
+        idle_timeout=idle_timeout,
+        request_kwargs=request_kwargs,
+    )

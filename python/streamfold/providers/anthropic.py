@@ -1,0 +1,412 @@
+"""Anthropic Messages (``POST /v1/messages``, ``"stream": true``): named SSE events.
+
+Wire format (WIRE_FORMATS.md §5; anthropic-sdk-python ``_streaming.py``,
+``types/raw_message_stream_event.py``, ``lib/streaming/_messages.py``)::
+
+    event: message_start        {"message": {"id", "model", "role", "usage": {...}}}
+    event: content_block_start  {"index", "content_block": {"type": "text"|"thinking"|...}}
+    event: ping                 {}                                   (anywhere)
+    event: content_block_delta  {"index", "delta": {"type": "text_delta", "text"}}
+                                      ... thinking_delta{thinking}, signature_delta{signature},
+                                      input_json_delta{partial_json}, citations_delta{citation}
+    event: content_block_stop   {"index"}
+    event: message_delta        {"delta": {"stop_reason", "stop_sequence", ...}, "usage": {...}}
+    event: message_stop         {}
+    event: error                {"error": {"type", "message"}}       (mid-stream, then EOF)
+
+The JSON is padded with spaces before its closing brace; it is parsed, never compared. The
+``event:`` name is authoritative, as in the SDK; the payload ``type`` is the fallback for a
+frame without one. Block indices are the wire's ``index``.
+
+Blocks (``content_block.type`` -> kind):
+
+* ``text`` -> ``text``; ``thinking`` -> ``reasoning`` (``signature_delta`` -> ``SignatureDelta``,
+  which replaces the signature); ``tool_use`` -> ``tool_call`` whose ``input_json_delta``
+  fragments are ``BlockDelta`` texts (its ``input`` from the start, ``{}``, is in
+  ``BlockStart.arguments`` for a call that gets no fragment);
+* ``server_tool_use`` / ``mcp_tool_use`` -> ``server_tool`` with ``id``/``name``; its input
+  streams as ``input_json_delta`` like a tool call's (as captured), so it is not complete at
+  start. ``data`` is the content block;
+* blocks that arrive whole: ``redacted_thinking`` -> ``reasoning`` and every ``*_tool_result``
+  (``web_search_tool_result``…) -> ``server_tool``, both ``BlockStart(complete=True,
+  data=<content block>)`` and ``BlockEnd`` at once; their ``content_block_stop`` makes no event;
+* any other block type -> ``other`` with ``data``.
+
+``citations_delta`` -> ``CitationAdded``. Anthropic citations carry no offsets into the answer:
+the cited span is the whole text block, so ``start``/``end`` are ``None``, ``text`` is
+``cited_text`` and ``sources`` holds the citation object (its url/title, or document index and
+character/page/block range). Usage: ``message_start.message.usage`` is the first total;
+``message_delta.usage`` is cumulative and merged over it field by field (non-null values
+replace), each giving a ``UsageUpdate`` of the merged total. ``Usage.input_tokens`` counts every
+prompt token: ``input_tokens`` plus cache creation and cache reads (the latter are also
+``cached_tokens``). ``message_stop`` is the terminal event: ``MessageEnd`` with the
+``stop_reason`` of the preceding ``message_delta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from ..errors import ProtocolError, StreamError
+from ..events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    SignatureDelta,
+    Unknown,
+    UsageUpdate,
+)
+from ..message import BlockKind, Citation, FinishReason, Usage
+from .base import Provider
+
+__all__ = ["BLOCK_KINDS", "STOP_REASONS", "Anthropic", "usage_from_anthropic"]
+
+#: ``message_delta.delta.stop_reason`` -> normalized finish reason. Source: anthropic-sdk-python
+#: ``types/stop_reason.py`` (end_turn, max_tokens, stop_sequence, tool_use, pause_turn, refusal,
+#: model_context_window_exceeded). ``pause_turn`` (a server tool loop paused; send the message
+#: back to continue) has no neutral equivalent.
+STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+    "pause_turn": "other",
+}
+
+#: ``content_block.type`` -> block kind, for blocks that stream.
+BLOCK_KINDS: dict[str, BlockKind] = {
+    "text": "text",
+    "thinking": "reasoning",
+    "tool_use": "tool_call",
+    "server_tool_use": "server_tool",
+    "mcp_tool_use": "server_tool",
+}
+
+#: ``delta.type`` -> the field holding its text.
+TEXT_DELTAS: dict[str, str] = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "input_json_delta": "partial_json",
+}
+
+#: Usage counters ``message_delta`` may update.
+_COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+
+
+def _int(value: Any) -> int | None:
+    return value if value.__class__ is int else None
+
+
+def usage_from_anthropic(usage: dict[str, Any]) -> Usage:
+    """Anthropic ``usage`` -> :class:`Usage`.
+
+    ``input_tokens`` here counts every prompt token (Anthropic's ``input_tokens`` excludes the
+    cached ones); ``output_tokens`` already includes thinking.
+    """
+    counts = [_int(usage.get(key)) for key in _COUNTERS]
+    known = [count for count in counts if count is not None]
+    input_tokens = sum(known) if known else None
+    output_tokens = _int(usage.get("output_tokens"))
+    details = usage.get("output_tokens_details")
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=(
+            input_tokens + output_tokens
+            if input_tokens is not None and output_tokens is not None
+            else None
+        ),
+        reasoning_tokens=(
+            _int(details.get("reasoning_tokens")) if details.__class__ is dict else None
+        ),
+        cached_tokens=counts[2],
+        raw=usage,
+    )
+
+
+def _citation(citation: dict[str, Any], block: int) -> Citation:
+    return Citation(
+        start=None,
+        end=None,
+        text=citation.get("cited_text"),
+        sources=[citation],
+        block=block,
+        raw=citation,
+    )
+
+
+class Anthropic(Provider):
+    """Anthropic Messages stream -> events."""
+
+    name: ClassVar[str] = "anthropic"
+
+    def __init__(self, *, strict: bool = False) -> None:
+        super().__init__(strict=strict)
+        self._started = False
+        #: Open blocks: index -> kind. Blocks that arrived whole are in ``_whole`` until their
+        #: ``content_block_stop``; closed blocks are in ``_closed``.
+        self._open: dict[int, BlockKind] = {}
+        self._whole: set[int] = set()
+        self._closed: set[int] = set()
+        self._usage: dict[str, Any] = {}
+        self._stop: dict[str, Any] = {}
+        self._on: dict[str, _Handler] = {
+            "message_start": self._message_start,
+            "content_block_start": self._block_start,
+            "content_block_delta": self._block_delta,
+            "content_block_stop": self._block_stop,
+            "message_delta": self._message_delta,
+            "message_stop": self._message_stop,
+            "ping": self._ping,
+            "error": self._error,
+        }
+
+    # -- the frame loop ----------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        event = frame.event
+        try:
+            payload = frame.json()
+        except ProtocolError as exc:
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc.message}", event=event, raw=frame
+            ) from None
+        if payload.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=event, raw=frame)
+        if event == "message":
+            event = payload.get("type")
+        # The hot path: a text fragment for an open block.
+        if event == "content_block_delta":
+            delta = payload.get("delta")
+            if delta.__class__ is dict and delta.get("type") == "text_delta":
+                index = payload.get("index")
+                kind = self._open.get(index)  # type: ignore[arg-type]
+                text = delta.get("text")
+                if kind is not None and text.__class__ is str and not self.terminal_seen:
+                    out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
+                    return
+        handler = self._on.get(event)
+        if handler is None:
+            out.append(Unknown(event_type=event, raw=frame))
+            return
+        if self.terminal_seen and event != "ping":
+            self.violation("event after message_stop", out, event=event, raw=frame)
+            return
+        try:
+            handler(payload, frame, out)
+        except (AttributeError, TypeError, KeyError) as exc:
+            raise self.protocol_error(
+                f"malformed payload ({exc.__class__.__name__}: {exc})", event=event, raw=frame
+            ) from None
+
+    # -- message -----------------------------------------------------------------------------
+
+    def _ensure_started(self, frame: Any, out: list[Event], event: str) -> None:
+        if not self._started:
+            self._started = True
+            self.violation("stream does not begin with message_start", out, event=event)
+            out.append(MessageStart(raw=frame))
+
+    def _message_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        if self._started:
+            self.violation("second message_start", out, event="message_start", raw=frame)
+            return
+        self._started = True
+        message = p["message"]
+        out.append(
+            MessageStart(
+                id=message.get("id"),
+                model=message.get("model"),
+                role=message.get("role") or "assistant",
+                raw=frame,
+            )
+        )
+        usage = message.get("usage")
+        if usage.__class__ is dict:
+            self._usage = dict(usage)
+            out.append(UsageUpdate(usage=usage_from_anthropic(self._usage), raw=frame))
+
+    def _message_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._ensure_started(frame, out, "message_delta")
+        delta = p.get("delta")
+        if delta.__class__ is dict:
+            self._stop = delta
+        usage = p.get("usage")
+        if usage.__class__ is dict:
+            # Cumulative: non-null values replace those of message_start (the SDK's rule).
+            merged = dict(self._usage)
+            merged.update((key, value) for key, value in usage.items() if value is not None)
+            self._usage = merged
+            out.append(UsageUpdate(usage=usage_from_anthropic(merged), raw=frame))
+
+    def _message_stop(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._ensure_started(frame, out, "message_stop")
+        raw_reason = self._stop.get("stop_reason")
+        if self._open and raw_reason not in ("max_tokens", "model_context_window_exceeded"):
+            blocks = ", ".join(f"{i} ({kind})" for i, kind in sorted(self._open.items()))
+            self.violation(f"blocks never closed: {blocks}", out, event="message_stop", raw=frame)
+        self.terminal_seen = True
+        out.append(
+            MessageEnd(
+                finish_reason=(
+                    STOP_REASONS.get(raw_reason, "other") if raw_reason is not None else None
+                ),
+                raw_finish_reason=raw_reason,
+                data=self._stop or None,
+                raw=frame,
+            )
+        )
+
+    def _ping(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        out.append(Notice(kind="ping", raw=frame))
+
+    def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        error = p.get("error")
+        if error.__class__ is not dict:
+            error = p
+        message = error.get("message")
+        self.terminal_seen = True
+        raise StreamError(
+            str(message) if message is not None else "error event",
+            code=error.get("type"),
+            provider=self.name,
+            raw=frame,
+            position=self.position,
+            retryable_without_duplicate=not (self._open or self._closed),
+        )
+
+    # -- blocks ------------------------------------------------------------------------------
+
+    def _block_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._ensure_started(frame, out, "content_block_start")
+        index = p["index"]
+        if index.__class__ is not int:
+            raise self.protocol_error(
+                f"block index is {index!r}", event="content_block_start", raw=frame
+            )
+        if index in self._open or index in self._closed:
+            self.violation(
+                f"block {index} started twice", out, event="content_block_start", raw=frame
+            )
+            return
+        block = p["content_block"]
+        block_type = block.get("type")
+        kind = BLOCK_KINDS.get(block_type)
+        if kind is None and (
+            block_type == "redacted_thinking"
+            or (block_type.__class__ is str and block_type.endswith("_tool_result"))
+        ):
+            whole: BlockKind = "reasoning" if block_type == "redacted_thinking" else "server_tool"
+            out.append(
+                BlockStart(
+                    index=index,
+                    kind=whole,
+                    id=block.get("tool_use_id"),
+                    complete=True,
+                    data=block,
+                    raw=frame,
+                )
+            )
+            out.append(BlockEnd(index=index, kind=whole, raw=frame))
+            self._whole.add(index)
+            self._closed.add(index)
+            return
+        if kind is None:
+            kind = "other"
+        self._open[index] = kind
+        if kind == "tool_call":
+            out.append(
+                BlockStart(
+                    index=index,
+                    kind=kind,
+                    id=block.get("id"),
+                    name=block.get("name"),
+                    arguments=block.get("input"),
+                    raw=frame,
+                )
+            )
+            return
+        if kind == "server_tool" or kind == "other":
+            out.append(
+                BlockStart(
+                    index=index,
+                    kind=kind,
+                    id=block.get("id"),
+                    name=block.get("name"),
+                    data=block,
+                    raw=frame,
+                )
+            )
+            return
+        out.append(BlockStart(index=index, kind=kind, raw=frame))
+        initial = block.get("text") if kind == "text" else block.get("thinking")
+        if initial:
+            out.append(BlockDelta(index=index, kind=kind, text=initial, raw=frame))
+        signature = block.get("signature")
+        if signature:
+            out.append(SignatureDelta(index=index, signature=signature, raw=frame))
+        for citation in block.get("citations") or ():
+            out.append(CitationAdded(citation=_citation(citation, index), raw=frame))
+
+    def _kind_of(self, index: Any, frame: Any, out: list[Event], event: str) -> BlockKind | None:
+        """The open block's kind; ``None`` (after a violation) for a block already closed."""
+        kind = self._open.get(index)
+        if kind is not None:
+            return kind
+        if index in self._closed:
+            self.violation(f"{event} for block {index} after its end", out, event=event, raw=frame)
+            return None
+        raise self.protocol_error(f"block {index!r} was never started", event=event, raw=frame)
+
+    def _block_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = p["index"]
+        kind = self._kind_of(index, frame, out, "content_block_delta")
+        if kind is None:
+            return
+        delta = p["delta"]
+        delta_type = delta.get("type")
+        field = TEXT_DELTAS.get(delta_type)
+        if field is not None:
+            text = delta.get(field)
+            if text.__class__ is not str:
+                raise self.protocol_error(
+                    f"{delta_type}.{field} is {type(text).__name__}",
+                    event="content_block_delta",
+                    raw=frame,
+                )
+            if text:  # the first input_json_delta is often ""
+                out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
+        elif delta_type == "signature_delta":
+            out.append(SignatureDelta(index=index, signature=delta["signature"], raw=frame))
+        elif delta_type == "citations_delta":
+            out.append(CitationAdded(citation=_citation(delta["citation"], index), raw=frame))
+        else:
+            out.append(Unknown(event_type=f"content_block_delta.{delta_type}", raw=frame))
+
+    def _block_stop(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = p["index"]
+        if index in self._whole:
+            self._whole.discard(index)  # closed at its start
+            return
+        kind = self._open.pop(index, None)
+        if kind is None:
+            if index in self._closed:
+                self.violation(
+                    f"block {index} stopped twice", out, event="content_block_stop", raw=frame
+                )
+                return
+            raise self.protocol_error(
+                f"block {index!r} was never started", event="content_block_stop", raw=frame
+            )
+        self._closed.add(index)
+        out.append(BlockEnd(index=index, kind=kind, raw=frame))

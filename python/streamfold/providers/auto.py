@@ -1,0 +1,331 @@
+"""``provider="auto"``: detect the provider from the first frames, then hand over.
+
+The pipeline picks the framing from the first bytes (``{``/``[``: JSON lines, else SSE) and
+calls :meth:`AutoProvider.set_framing`. Frames are buffered until one of them decides; then
+the chosen provider is made, a ``Notice(kind="provider_detected", data=<name>)`` is emitted
+as the first event, the buffered frames are replayed into it (with their own positions), and
+every later frame goes to it directly. ``chosen`` holds the chosen name.
+
+How a frame decides (the first frame usually does; see :func:`detect`):
+
+* JSON lines: a line with ``event_type`` is Cohere v1, the only JSON-lines provider.
+* SSE, by event name (the ``event:`` line, else the payload ``type``): ``response.*`` is
+  OpenAI Responses; the hyphenated Cohere names (``message-start``, ``content-delta``, …) are
+  Cohere v2; ``content_block_*``, ``message_delta``, ``message_stop`` and a ``message_start``
+  whose payload has a ``message`` object are Anthropic; a payload with ``v`` is Onecortex
+  (as are the names only Onecortex uses); the Clouisle names (``content_delta``,
+  ``rag_context``, ``run_start``, a ``message_start`` without ``message``, …) are Clouisle.
+  ``error`` decides by its payload; ``ping`` and ``[DONE]`` decide nothing.
+* SSE, by payload shape: ``choices`` (or ``object: "chat.completion.chunk"``) is Chat
+  Completions: Mistral when the model is a Mistral model (``mistral-*``, ``magistral-*``,
+  ``codestral-*``, ``devstral-*``, ``ministral-*``, ``pixtral-*``, ``open-mistral-*``, …), when
+  ``delta.content`` is a list of chunks, or when a tool call has an ``id`` but no ``index``;
+  otherwise OpenAI. ``candidates``/``usageMetadata``/``promptFeedback`` is Gemini.
+  A lone ``{"error": …}`` is Gemini when the error has a Google RPC ``status``, else OpenAI.
+
+A Chat Completions stream that names no model is OpenAI. Anything else that stays undecided
+for :data:`MAX_UNDECIDED_FRAMES` frames, or to the end of the stream, raises
+``ProtocolError``: a guess would be a silent wrong answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..events import Event, Notice
+from .base import Framing, Provider
+
+__all__ = ["MAX_UNDECIDED_FRAMES", "AutoProvider", "detect"]
+
+#: Frames buffered without a decision before giving up.
+MAX_UNDECIDED_FRAMES = 16
+
+#: Marks a Chat Completions chunk whose flavour (OpenAI or Mistral) is not yet known.
+CHAT = "chat"
+
+COHERE_V2_EVENTS = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-delta",
+        "tool-call-end",
+        "citation-start",
+        "citation-end",
+        "message-end",
+        "debug",
+    }
+)
+ANTHROPIC_EVENTS = frozenset(
+    {
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+ONECORTEX_EVENTS = frozenset(
+    {
+        "text",
+        "tool_call_start",
+        "tool_call_args",
+        "tool_call_end",
+        "tool_result",
+        "step_start",
+        "step_end",
+        "done",
+        "error",
+    }
+)
+CLOUISLE_EVENTS = frozenset(
+    {
+        "message_start",
+        "rag_start",
+        "rag_context",
+        "reasoning_start",
+        "reasoning_delta",
+        "reasoning_end",
+        "content_delta",
+        "tool_call",
+        "tool_result",
+        "media_result",
+        "compression_start",
+        "compression_end",
+        "output_truncated",
+        "iteration_cap_reached",
+        "message_end",
+        "run_start",
+        "run_status",
+        "input_accepted",
+        "run_end",
+    }
+)
+#: Model-name prefixes of Mistral's models (docs.mistral.ai "Models").
+MISTRAL_MODEL_PREFIXES = (
+    "mistral-",
+    "magistral-",
+    "codestral-",
+    "devstral-",
+    "ministral-",
+    "pixtral-",
+    "voxtral-",
+    "open-mistral-",
+    "open-mixtral-",
+    "open-codestral-",
+    "mixtral-",
+)
+
+
+def _by_name(name: str, payload: Any) -> str | None:
+    if name.startswith("response."):
+        return "openai-responses"
+    if name in COHERE_V2_EVENTS:
+        return "cohere-v2"
+    if name == "message_start":
+        return "anthropic" if isinstance(payload.get("message"), dict) else "clouisle"
+    if name in ANTHROPIC_EVENTS:
+        return "anthropic"
+    if name == "error":
+        return _by_error(payload)
+    if "v" in payload and name in ONECORTEX_EVENTS:
+        return "onecortex"
+    if name in CLOUISLE_EVENTS:
+        return "clouisle"
+    if name in ONECORTEX_EVENTS:
+        return "onecortex"
+    return None
+
+
+def _by_error(payload: dict[str, Any]) -> str | None:
+    """An ``error`` event: every provider shapes it its own way."""
+    if "v" in payload:
+        return "onecortex"
+    if "sequence_number" in payload:
+        return "openai-responses"
+    nested = isinstance(payload.get("error"), dict)
+    if nested and payload.get("type") == "error":
+        return "anthropic"
+    if nested:
+        return "openai"  # Groq's `event: error` with an OpenAI error object
+    if "code" in payload or "message" in payload:
+        return "clouisle"
+    return None
+
+
+def _chat_flavour(payload: dict[str, Any]) -> str:
+    model = payload.get("model")
+    if isinstance(model, str) and model:
+        return "mistral" if model.lower().startswith(MISTRAL_MODEL_PREFIXES) else "openai"
+    for choice in payload.get("choices") or ():
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            continue
+        if isinstance(delta.get("content"), list):
+            return "mistral"
+        for call in delta.get("tool_calls") or ():
+            if isinstance(call, dict) and "id" in call and "index" not in call:
+                return "mistral"
+    if "model" in payload or "prompt_filter_results" in payload:
+        return "openai"  # Azure's first chunk: `model: ""` and prompt filter results
+    return CHAT
+
+
+def detect(frame: Any, *, jsonl: bool = False) -> str | None:
+    """The provider one frame reveals, :data:`CHAT` for a Chat Completions chunk of unknown
+    flavour, or ``None`` when the frame alone cannot tell."""
+    if jsonl:
+        if isinstance(frame, dict) and isinstance(frame.get("event_type"), str):
+            return "cohere-v1"
+        return None
+    data = frame.data
+    if data == "[DONE]":
+        return None
+    try:
+        payload = frame.json()
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        payload = {}
+    name = frame.event
+    if name == "message":
+        name = payload.get("type")
+    if isinstance(name, str) and name:
+        found = _by_name(name, payload)
+        if found is not None:
+            return found
+    if "choices" in payload or payload.get("object") == "chat.completion.chunk":
+        return _chat_flavour(payload)
+    if "candidates" in payload or "usageMetadata" in payload or "promptFeedback" in payload:
+        return "gemini"
+    error = payload.get("error")
+    if isinstance(error, dict):
+        return "gemini" if "status" in error else "openai"
+    return None
+
+
+class AutoProvider(Provider):
+    """Detects the provider from the first frames and delegates to it."""
+
+    name: ClassVar[str] = "auto"
+    framing: ClassVar[Framing] = "auto"
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self._inner: Provider | None = None
+        self._position = -1
+        self._terminal_seen = False
+        self._sequence: int | None = None
+        super().__init__(strict=strict)
+        #: The chosen provider's name, once decided.
+        self.chosen: str | None = None
+        self._jsonl = False
+        self._chat = False
+        self._buffer: list[tuple[int, Any]] = []
+
+    def set_framing(self, framing: str) -> None:
+        """Called by the pipeline when the bytes turn out to be JSON lines."""
+        self._jsonl = framing == "jsonl"
+
+    # The chosen provider's state is this provider's state.
+
+    @property
+    def position(self) -> int:
+        inner = self._inner
+        return self._position if inner is None else inner.position
+
+    @position.setter
+    def position(self, value: int) -> None:
+        inner = self._inner
+        if inner is None:
+            self._position = value
+        else:
+            inner.position = value
+
+    @property
+    def terminal_seen(self) -> bool:
+        inner = self._inner
+        return self._terminal_seen if inner is None else inner.terminal_seen
+
+    @terminal_seen.setter
+    def terminal_seen(self, value: bool) -> None:
+        self._terminal_seen = value
+
+    @property
+    def sequence(self) -> int | None:
+        inner = self._inner
+        return self._sequence if inner is None else inner.sequence
+
+    @sequence.setter
+    def sequence(self, value: int | None) -> None:
+        self._sequence = value
+
+    @property
+    def provider(self) -> Provider | None:
+        """The chosen provider instance, once decided."""
+        return self._inner
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        inner = self._inner
+        if inner is not None:
+            inner.handle(frame, out)
+            return
+        self._buffer.append((self.position, frame))
+        found = detect(frame, jsonl=self._jsonl)
+        if found == CHAT:
+            self._chat = True
+        elif found is not None:
+            self._choose(found, frame, out)
+            return
+        if self._jsonl:
+            raise self.protocol_error(
+                "a JSON-lines stream whose lines are not Cohere v1 events (no event_type); "
+                "pass provider= explicitly",
+                event=None,
+                raw=frame,
+            )
+        if len(self._buffer) >= MAX_UNDECIDED_FRAMES:
+            self._undecided(frame, out)
+
+    def finish(self, out: list[Event]) -> None:
+        if self._inner is None and self._buffer:
+            self._undecided(self._buffer[-1][1], out)
+        if self._inner is not None:
+            self._inner.finish(out)
+
+    def _undecided(self, frame: Any, out: list[Event]) -> None:
+        if self._chat:
+            self._choose("openai", frame, out)
+            return
+        names = sorted({getattr(f, "event", "?") for _, f in self._buffer})
+        raise self.protocol_error(
+            f"cannot tell the provider from the first {len(self._buffer)} frames "
+            f"(event names {names}); pass provider= explicitly",
+            event=getattr(frame, "event", None),
+            raw=frame,
+        )
+
+    def _choose(self, name: str, frame: Any, out: list[Event]) -> None:
+        from . import provider_class
+
+        inner = provider_class(name)(strict=self.strict)
+        self.chosen = name
+        out.append(
+            Notice(
+                kind="provider_detected",
+                message=f"auto: detected {name} at frame {self.position}",
+                data=name,
+                raw=frame,
+            )
+        )
+        buffered, self._buffer = self._buffer, []
+        self._inner = inner
+        # Later chunks skip this method: the pipeline binds `provider.handle` per chunk.
+        self.handle = inner.handle  # type: ignore[method-assign]
+        for position, buffered_frame in buffered:
+            inner.position = position
+            inner.handle(buffered_frame, out)

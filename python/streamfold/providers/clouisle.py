@@ -1,0 +1,408 @@
+"""Clouisle agents: agent SSE events and durable run events.
+
+Wire format (Clouisle "SSE Streaming Events", the seed ``004``). The event type is the SSE
+``event:`` name, else the payload ``type``. The docs name the events but not every payload
+field; these fields are read, with the obvious alternates, and everything else stays in
+``raw``::
+
+    message_start          conversation_id, message_id
+    rag_start              retrieval starts                     -> Notice("rag_start")
+    rag_context            contexts (null: retrieval did not run, []: found nothing)
+    reasoning_start/_end   a reasoning block opens / closes
+    reasoning_delta        delta | content | text
+    content_delta          delta | content | text               the visible text
+    tool_call              id, name, arguments (object or JSON text) | args | input: whole
+    tool_result            id, name, result | output, is_error | isError
+    media_result           an image/video for the UI            -> MediaAdded(payload)
+    compression_start/_end, output_truncated, iteration_cap_reached, input_accepted -> Notice
+    message_end            usage, elapsed_ms, status
+    error                  code, message                         -> StreamError
+    run_start, run_status  run_id, sequence, status (+ pending_tool_call_id,
+                           pending_tool_name, pending_tool_input while waiting on ask_user)
+    run_end                status: completed | stopped | failed | interrupted
+
+Blocks. Text runs and reasoning are blocks in stream order; a text run ends when another block
+opens (text after it starts a new block). A ``tool_call`` arrives whole: with object arguments
+it is ``BlockStart(complete=True, arguments=…)``; with JSON text the text is one
+``BlockDelta`` so the fold parses it (and reports it if invalid). Either way a ``BlockEnd``
+follows at once.
+
+Messages and runs. ``MessageStart`` comes from ``message_start`` (its ``message_id``), or is
+synthesized before the first agent event; run events alone never start a message (a resumed
+run stream may carry only run events). ``message_end`` -> ``MessageEnd`` (``length`` when
+``output_truncated`` came earlier; ``data`` = ``{elapsed_ms, status}``). Run events ->
+``RunStatus``; ``run_end`` is ``terminal`` and, when the message never ended, also ends it
+with the run's status. ``sequence`` is tracked in ``self.sequence`` (the highest seen: resume
+with ``after_sequence=provider.sequence``); an event whose sequence is not above it is a
+replayed duplicate: a violation, and it is dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from ..errors import ProtocolError, StreamError
+from ..events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    Event,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    RunStatus,
+    SourcesAdded,
+    ToolResultAdded,
+    Unknown,
+    UsageUpdate,
+)
+from ..message import BlockKind, FinishReason, ToolResult, Usage
+from .base import Provider
+
+__all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "Clouisle"]
+
+#: ``message_end.status`` / ``run_end.status`` -> normalized finish reason. The docs list the
+#: terminal run states "completed / stopped / failed / interrupted: finished normally,
+#: stopped, failed, or lost with its worker". A missing status is a normal end; any other
+#: value is ``other``. ``output_truncated`` earlier in the stream ("Reached the maximum output
+#: Token") makes a normal end ``length``.
+FINISH_REASONS: dict[str, FinishReason] = {
+    "completed": "stop",
+    "stopped": "other",
+    "failed": "error",
+    "interrupted": "error",
+}
+
+#: Terminal states of a durable run (``run_end.status``).
+TERMINAL_RUN_STATUSES = frozenset({"completed", "stopped", "failed", "interrupted"})
+
+#: Run-scoped events that may follow ``message_end``.
+RUN_EVENTS = frozenset({"run_start", "run_status", "input_accepted", "run_end"})
+
+#: Events that only become a ``Notice`` of the same kind.
+NOTICES = (
+    "rag_start",
+    "compression_start",
+    "compression_end",
+    "output_truncated",
+    "iteration_cap_reached",
+    "input_accepted",
+)
+
+_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+
+
+def _count(value: Any) -> int | None:
+    if value.__class__ is int:
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _first(p: dict[str, Any], *keys: str) -> Any:
+    """The first of ``keys`` present with a non-null value."""
+    for key in keys:
+        value = p.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def usage_from(usage: dict[str, Any]) -> Usage:
+    """``message_end.usage`` -> :class:`Usage` (input/prompt, output/completion token names)."""
+    input_tokens = _count(_first(usage, "input_tokens", "prompt_tokens"))
+    output_tokens = _count(_first(usage, "output_tokens", "completion_tokens"))
+    total = _count(usage.get("total_tokens"))
+    if total is None and input_tokens is not None and output_tokens is not None:
+        total = input_tokens + output_tokens
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total,
+        reasoning_tokens=_count(usage.get("reasoning_tokens")),
+        cached_tokens=_count(usage.get("cached_tokens")),
+        raw=usage,
+    )
+
+
+class Clouisle(Provider):
+    """Clouisle agent / durable-run stream -> events."""
+
+    name: ClassVar[str] = "clouisle"
+
+    def __init__(self, *, strict: bool = False) -> None:
+        super().__init__(strict=strict)
+        self._started = False
+        self._message_id: Any = None
+        self._message_ended = False
+        self._in_run = False
+        self._run_ended = False
+        self._truncated = False
+        self._next_block = 0
+        self._text: int | None = None
+        self._reasoning: int | None = None
+        self._call_names: dict[Any, Any] = {}
+        self._on: dict[str, _Handler] = {
+            "message_start": self._message_start,
+            "rag_context": self._rag_context,
+            "reasoning_start": self._reasoning_start,
+            "reasoning_delta": self._reasoning_delta,
+            "reasoning_end": self._reasoning_end,
+            "content_delta": self._content_delta,
+            "tool_call": self._tool_call,
+            "tool_result": self._tool_result,
+            "media_result": self._media_result,
+            "output_truncated": self._output_truncated,
+            "message_end": self._message_end,
+            "error": self._error,
+            "run_start": self._run_start,
+            "run_status": self._run_status,
+            "run_end": self._run_end,
+        }
+        for kind in NOTICES:
+            self._on.setdefault(kind, functools.partial(self._notice, kind))
+
+    # -- the frame loop ----------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        try:
+            payload = frame.json()
+        except ProtocolError as exc:
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc}", event=frame.event, raw=frame
+            ) from None
+        if payload.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        event_type = frame.event
+        if event_type == "message":
+            event_type = payload.get("type")
+        sequence = payload.get("sequence")
+        if sequence.__class__ is int:
+            if self.sequence is not None and sequence <= self.sequence:
+                self.violation(
+                    f"sequence {sequence} is not above {self.sequence}: a replayed duplicate, "
+                    "dropped",
+                    out,
+                    event=event_type,
+                    raw=frame,
+                )
+                return
+            self.sequence = sequence
+        if self._run_ended or (self._message_ended and event_type not in RUN_EVENTS):
+            after = "run_end" if self._run_ended else "message_end"
+            self.violation(f"event after {after}", out, event=event_type, raw=frame)
+        handler = self._on.get(event_type) if event_type.__class__ is str else None
+        if handler is None:
+            out.append(Unknown(event_type=event_type, raw=frame))
+            return
+        try:
+            handler(payload, frame, out)
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise self.protocol_error(
+                f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
+            ) from None
+
+    # -- message and blocks ------------------------------------------------------------------
+
+    def _start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """Synthesize ``MessageStart`` before the first agent event that is not message_start."""
+        if not self._started:
+            self._started = True
+            self._message_id = p.get("message_id")
+            out.append(MessageStart(id=self._message_id, raw=frame))
+
+    def _open(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
+        if self._text is not None:
+            out.append(BlockEnd(index=self._text, kind="text", raw=frame))
+            self._text = None
+        index = self._next_block
+        self._next_block = index + 1
+        out.append(BlockStart(index=index, kind=kind, raw=frame, **fields))
+        return index
+
+    @staticmethod
+    def _text_of(p: dict[str, Any]) -> Any:
+        text = p.get("delta")
+        if text is None:
+            text = p.get("content")
+            if text is None:
+                text = p.get("text")
+        return text
+
+    # -- one handler per event type -----------------------------------------------------------
+
+    def _message_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        if not self._started:
+            self._start(p, frame, out)
+        elif p.get("message_id") not in (None, self._message_id):
+            self.violation("a second message_start", out, event="message_start", raw=frame)
+
+    def _rag_context(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        sources = p["contexts"] if "contexts" in p else p.get("sources")
+        out.append(SourcesAdded(sources=sources, raw=frame))
+
+    def _reasoning_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        if self._reasoning is not None:
+            self.violation("reasoning_start while reasoning is open", out, event="reasoning_start")
+            out.append(BlockEnd(index=self._reasoning, kind="reasoning", raw=frame))
+        self._reasoning = self._open("reasoning", frame, out)
+
+    def _reasoning_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = self._reasoning
+        if index is None:
+            raise self.protocol_error(
+                "reasoning_delta without reasoning_start", event="reasoning_delta", raw=frame
+            )
+        text = self._text_of(p)
+        if text.__class__ is not str:
+            raise self.protocol_error("reasoning text is not a string", event="reasoning_delta")
+        out.append(BlockDelta(index=index, kind="reasoning", text=text, raw=frame))
+
+    def _reasoning_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = self._reasoning
+        if index is None:
+            raise self.protocol_error(
+                "reasoning_end without reasoning_start", event="reasoning_end", raw=frame
+            )
+        self._reasoning = None
+        out.append(BlockEnd(index=index, kind="reasoning", raw=frame))
+
+    def _content_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        text = self._text_of(p)
+        if text.__class__ is not str:
+            raise self.protocol_error("content text is not a string", event="content_delta")
+        index = self._text
+        if index is None:
+            self._start(p, frame, out)
+            index = self._text = self._next_block
+            self._next_block = index + 1
+            out.append(BlockStart(index=index, kind="text", raw=frame))
+        out.append(BlockDelta(index=index, kind="text", text=text, raw=frame))
+
+    def _tool_call(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        call_id = _first(p, "id", "tool_call_id", "call_id")
+        name = _first(p, "name", "tool_name")
+        self._call_names[call_id] = name
+        arguments = _first(p, "arguments", "args", "input")
+        if isinstance(arguments, str):
+            index = self._open("tool_call", frame, out, id=call_id, name=name)
+            out.append(BlockDelta(index=index, kind="tool_call", text=arguments, raw=frame))
+        else:
+            index = self._open(
+                "tool_call",
+                frame,
+                out,
+                id=call_id,
+                name=name,
+                arguments=arguments if arguments is not None else {},
+                complete=True,
+            )
+        out.append(BlockEnd(index=index, kind="tool_call", raw=frame))
+
+    def _tool_result(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        call_id = _first(p, "id", "tool_call_id", "call_id")
+        result = ToolResult(
+            call_id=call_id,
+            output=p["result"] if "result" in p else p.get("output"),
+            is_error=bool(p.get("is_error") or p.get("isError")),
+            name=_first(p, "name", "tool_name") or self._call_names.get(call_id),
+            raw=p,
+        )
+        out.append(ToolResultAdded(result=result, raw=frame))
+
+    def _media_result(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        out.append(MediaAdded(media=p, raw=frame))
+
+    def _output_truncated(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._truncated = True
+        self._notice("output_truncated", p, frame, out)
+
+    def _notice(self, kind: str, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        if kind not in RUN_EVENTS:
+            self._start(p, frame, out)
+        out.append(Notice(kind=kind, message=p.get("message"), data=p, raw=frame))
+
+    def _end_message(self, status: Any, data: Any, frame: Any, out: list[Event]) -> None:
+        self._message_ended = True
+        if self._text is not None:
+            out.append(BlockEnd(index=self._text, kind="text", raw=frame))
+            self._text = None
+        if self._reasoning is not None:
+            self.violation("reasoning never ended", out, event="message_end")
+        reason: FinishReason = "stop" if status is None else FINISH_REASONS.get(status, "other")
+        if reason == "stop" and self._truncated:
+            reason = "length"
+        raw_reason = status if status is None or isinstance(status, str) else str(status)
+        out.append(
+            MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, data=data, raw=frame)
+        )
+
+    def _message_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        if not self._in_run:
+            self.terminal_seen = True
+        if self._text is not None:
+            out.append(BlockEnd(index=self._text, kind="text", raw=frame))
+            self._text = None
+        usage = p.get("usage")
+        if isinstance(usage, dict) and usage:
+            out.append(UsageUpdate(usage=usage_from(usage), raw=frame))
+        status = p.get("status")
+        data = {"elapsed_ms": p.get("elapsed_ms"), "status": status}
+        self._end_message(status, data, frame, out)
+
+    def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self.terminal_seen = True
+        raise StreamError(
+            str(p.get("message") or "the agent run failed"),
+            code=p.get("code"),
+            provider=self.name,
+            raw=frame,
+            position=self.position,
+            retryable_without_duplicate=self._next_block == 0,
+        )
+
+    def _run_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._run_status(p, frame, out, default="running")
+
+    def _run_status(
+        self, p: dict[str, Any], frame: Any, out: list[Event], default: str = "unknown"
+    ) -> None:
+        self._in_run = True
+        if not self._run_ended:
+            self.terminal_seen = False
+        out.append(self._status(p, frame, str(p.get("status") or default), terminal=False))
+
+    def _run_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._in_run = True
+        self._run_ended = True
+        self.terminal_seen = True
+        status = p.get("status")
+        if status not in TERMINAL_RUN_STATUSES:
+            self.violation(f"run_end with status {status!r}", out, event="run_end", raw=frame)
+        out.append(self._status(p, frame, str(status), terminal=True))
+        if self._started and not self._message_ended:
+            self._end_message(status, {"status": status}, frame, out)
+
+    @staticmethod
+    def _status(p: dict[str, Any], frame: Any, status: str, *, terminal: bool) -> RunStatus:
+        sequence = p.get("sequence")
+        return RunStatus(
+            status=status,
+            run_id=p.get("run_id"),
+            sequence=sequence if sequence.__class__ is int else None,
+            terminal=terminal,
+            pending_tool_call_id=p.get("pending_tool_call_id"),
+            pending_tool_name=p.get("pending_tool_name"),
+            pending_tool_input=p.get("pending_tool_input"),
+            raw=frame,
+        )

@@ -1,0 +1,342 @@
+"""Cohere Chat v2 (``POST /v2/chat``, ``"stream": true``): typed SSE events.
+
+Wire format (WIRE_FORMATS.md §1; cohere-python ``src/cohere/v2/types/v2chat_stream_response.py``)::
+
+    event: message-start    {"id", "delta": {"message": {"role": "assistant", ...}}}
+    event: content-start    {"index", "delta": {"message": {"content": {"type": "text"|…}}}}
+    event: content-delta    {"index", "delta": {"message": {"content": {"text"|"thinking": "…"}}}}
+    event: content-end      {"index"}
+    event: tool-plan-delta  {"delta": {"message": {"tool_plan": "…"}}}          (no index)
+    event: tool-call-start  {"index", "delta": {"message": {"tool_calls": {id, function: {name}}}}}
+    event: tool-call-delta  {"index", "delta": {"message": {"tool_calls": {function: {arguments}}}}}
+    event: tool-call-end    {"index"}
+    event: citation-start   {"index", "delta": {"message": {"citations": {start, end, …}}}}
+    event: citation-end     {"index"}
+    event: message-end      {"delta": {"finish_reason", "usage", "error"?, "error_type"?}}
+    event: debug            {"prompt"}
+    data: [DONE]                                   (after message-end; ordinary data, ignored)
+
+The payload ``type`` is authoritative (the SDK ignores the ``event:`` name); the ``event:`` name
+is the fallback. ``tool_calls`` and ``citations`` inside deltas are single objects, not lists.
+
+Block indices. Content indices, tool-call indices and citation indices are three separate
+sequences on the wire; each content block, tool call and tool plan becomes its own block,
+numbered 0, 1, … in order of appearance. The tool plan has no start or end event: its block
+(kind ``tool_plan``) opens at the first ``tool-plan-delta`` and closes when another block
+opens or at ``message-end``.
+
+Citations. A citation becomes ``CitationAdded`` at ``citation-start`` (``citation-end`` only
+closes the span). ``start``/``end`` are character offsets into the text of the block cited,
+end-exclusive (``end - start == len(text)`` in every capture). The block is picked as:
+``content_index`` when the citation carries it; else by its ``type``: ``PLAN`` -> the latest
+tool-plan block, ``THINKING_CONTENT`` -> the latest reasoning block, ``TEXT_CONTENT`` or no
+type (2024-25 streams) -> the latest text block (citations arrive after the text they cite).
+
+Usage. ``message-end.delta.usage.tokens`` gives the token counts; ``billed_units`` (a different,
+smaller number) stays in ``Usage.raw`` and is never used as a fallback (as vercel/ai decided in
+@ai-sdk/cohere 3.0.76). Errors: ``finish_reason: "ERROR"`` carries ``error`` and ``error_type``
+and raises ``StreamError`` (code = ``error_type``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from ..errors import ProtocolError, StreamError
+from ..events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    Unknown,
+    UsageUpdate,
+)
+from ..message import BlockKind, Citation, FinishReason, Usage
+from .base import Provider
+
+__all__ = ["FINISH_REASONS", "CohereV2", "usage_from_tokens"]
+
+#: ``message-end.delta.finish_reason`` -> normalized finish reason.
+#: Sources: cohere-python ``src/cohere/types/chat_finish_reason.py`` (v2 ``ChatFinishReason``:
+#: COMPLETE, STOP_SEQUENCE, MAX_TOKENS, TOOL_CALL, ERROR, TIMEOUT); the v1 ``FinishReason``
+#: values (``src/cohere/types/finish_reason.py``) are accepted too, in case v2 reuses them.
+#: ERROR never reaches a ``MessageEnd``: it raises ``StreamError``. TIMEOUT is a failure that
+#: carries no error message, so it ends the message with ``error`` rather than raising.
+FINISH_REASONS: dict[str, FinishReason] = {
+    "COMPLETE": "stop",
+    "STOP_SEQUENCE": "stop",
+    "MAX_TOKENS": "length",
+    "TOOL_CALL": "tool_calls",
+    "ERROR": "error",
+    "TIMEOUT": "error",
+    "ERROR_LIMIT": "length",
+    "ERROR_TOXIC": "content_filter",
+    "USER_CANCEL": "other",
+}
+
+#: ``content-start`` content ``type`` -> block kind.
+CONTENT_KINDS: dict[str, BlockKind] = {"text": "text", "thinking": "reasoning"}
+
+#: Citation ``type`` -> kind of the block it cites (cohere-python ``citation_type.py``).
+CITATION_KINDS: dict[str, BlockKind] = {
+    "TEXT_CONTENT": "text",
+    "THINKING_CONTENT": "reasoning",
+    "PLAN": "tool_plan",
+}
+
+_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+
+
+def _count(value: Any) -> int | None:
+    """A token count: integers on the wire, floats in the SDK models."""
+    if value.__class__ is int:
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def usage_from_tokens(usage: Any) -> Usage:
+    """Cohere usage (v2 ``usage``, v1 ``meta``) -> :class:`Usage`; the object itself is ``raw``."""
+    tokens = usage.get("tokens") if isinstance(usage, dict) else None
+    if not isinstance(tokens, dict):
+        tokens = {}
+    input_tokens = _count(tokens.get("input_tokens"))
+    output_tokens = _count(tokens.get("output_tokens"))
+    total = (
+        input_tokens + output_tokens
+        if input_tokens is not None and output_tokens is not None
+        else None
+    )
+    cached = _count(usage.get("cached_tokens")) if isinstance(usage, dict) else None
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total,
+        cached_tokens=cached,
+        raw=usage,
+    )
+
+
+class CohereV2(Provider):
+    """Cohere Chat v2 stream -> events."""
+
+    name: ClassVar[str] = "cohere-v2"
+
+    def __init__(self, *, strict: bool = False) -> None:
+        super().__init__(strict=strict)
+        self._started = False
+        self._next_block = 0
+        #: content index -> block index; tool-call index -> block index.
+        self._content: dict[int, int] = {}
+        self._calls: dict[int, int] = {}
+        #: block index -> kind, for every block; the blocks still open.
+        self._kinds: dict[int, BlockKind] = {}
+        self._open: set[int] = set()
+        self._plan: int | None = None
+        #: Latest block of each kind, for citations without ``content_index``.
+        self._latest: dict[BlockKind, int] = {}
+        self._on: dict[str, _Handler] = {
+            "message-start": self._message_start,
+            "content-start": self._content_start,
+            "content-delta": self._content_delta,
+            "content-end": self._content_end,
+            "tool-plan-delta": self._tool_plan_delta,
+            "tool-call-start": self._tool_call_start,
+            "tool-call-delta": self._tool_call_delta,
+            "tool-call-end": self._tool_call_end,
+            "citation-start": self._citation_start,
+            "citation-end": self._citation_end,
+            "message-end": self._message_end,
+            "debug": self._debug,
+        }
+
+    # -- the frame loop ----------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        if frame.data == "[DONE]":
+            return
+        try:
+            payload = frame.json()
+        except ProtocolError as exc:
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc}", event=frame.event, raw=frame
+            ) from None
+        if payload.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        event_type = payload.get("type")
+        if event_type.__class__ is not str:
+            event_type = frame.event
+        if self.terminal_seen:
+            self.violation("event after message-end", out, event=event_type, raw=frame)
+        if not self._started and event_type != "message-start":
+            self.violation("stream does not begin with message-start", out, event=event_type)
+            self._started = True
+            out.append(MessageStart(raw=frame))
+        handler = self._on.get(event_type)
+        if handler is None:
+            out.append(Unknown(event_type=event_type, raw=frame))
+            return
+        try:
+            handler(payload, frame, out)
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise self.protocol_error(
+                f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
+            ) from None
+
+    # -- blocks ------------------------------------------------------------------------------
+
+    def _open_block(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
+        self._close_plan(frame, out)
+        index = self._next_block
+        self._next_block = index + 1
+        self._kinds[index] = kind
+        self._open.add(index)
+        self._latest[kind] = index
+        out.append(BlockStart(index=index, kind=kind, raw=frame, **fields))
+        return index
+
+    def _close(self, index: int, frame: Any, out: list[Event]) -> None:
+        self._open.discard(index)
+        out.append(BlockEnd(index=index, kind=self._kinds[index], raw=frame))
+
+    def _close_plan(self, frame: Any, out: list[Event]) -> None:
+        if self._plan is not None:
+            index, self._plan = self._plan, None
+            self._close(index, frame, out)
+
+    def _block_for(self, table: dict[int, int], index: int, what: str, event: str) -> int:
+        block = table.get(index)
+        if block is None:
+            raise self.protocol_error(f"{what} {index} was never started", event=event)
+        return block
+
+    def _text(self, value: Any, event: str, frame: Any) -> str:
+        if value.__class__ is str:
+            return str(value)
+        raise self.protocol_error(f"delta text is {type(value).__name__}", event=event, raw=frame)
+
+    def _unclosed(self, out: list[Event], where: str) -> None:
+        blocks = ", ".join(f"{i} ({self._kinds[i]})" for i in sorted(self._open))
+        self.violation(f"blocks never closed at {where}: {blocks}", out, event="message-end")
+
+    # -- one handler per event type -----------------------------------------------------------
+
+    def _message_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        if self._started:
+            self.violation("second message-start", out, event="message-start", raw=frame)
+            return
+        self._started = True
+        message = (p.get("delta") or {}).get("message") or {}
+        out.append(MessageStart(id=p.get("id"), role=message.get("role") or "assistant", raw=frame))
+
+    def _content_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        position = p["index"]
+        if position in self._content and self._content[position] in self._open:
+            self.violation(f"content {position} started twice", out, event="content-start")
+        content = p["delta"]["message"]["content"]
+        kind = CONTENT_KINDS.get(content.get("type"), "other")
+        index = self._open_block(kind, frame, out)
+        self._content[position] = index
+        initial = content.get("text") or content.get("thinking")
+        if initial:
+            out.append(BlockDelta(index=index, kind=kind, text=initial, raw=frame))
+
+    def _content_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = self._block_for(self._content, p["index"], "content", "content-delta")
+        content = p["delta"]["message"]["content"]
+        text = content.get("text")
+        if text is None:
+            text = content.get("thinking")
+        if text.__class__ is not str:
+            text = self._text(text, "content-delta", frame)
+        out.append(BlockDelta(index=index, kind=self._kinds[index], text=text, raw=frame))
+
+    def _content_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._close(
+            self._block_for(self._content, p["index"], "content", "content-end"), frame, out
+        )
+
+    def _tool_plan_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        text = p["delta"]["message"]["tool_plan"]
+        if text.__class__ is not str:
+            text = self._text(text, "tool-plan-delta", frame)
+        index = self._plan
+        if index is None:
+            index = self._open_block("tool_plan", frame, out)
+            self._plan = index
+        out.append(BlockDelta(index=index, kind="tool_plan", text=text, raw=frame))
+
+    def _tool_call_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        call = p["delta"]["message"]["tool_calls"]
+        if call.__class__ is not dict:
+            raise self.protocol_error("tool_calls is not an object", event="tool-call-start")
+        function = call.get("function") or {}
+        index = self._open_block(
+            "tool_call", frame, out, id=call.get("id"), name=function.get("name")
+        )
+        self._calls[p["index"]] = index
+        arguments = function.get("arguments")
+        if arguments:
+            out.append(BlockDelta(index=index, kind="tool_call", text=arguments, raw=frame))
+
+    def _tool_call_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = self._block_for(self._calls, p["index"], "tool call", "tool-call-delta")
+        text = p["delta"]["message"]["tool_calls"]["function"]["arguments"]
+        if text.__class__ is not str:
+            text = self._text(text, "tool-call-delta", frame)
+        out.append(BlockDelta(index=index, kind="tool_call", text=text, raw=frame))
+
+    def _tool_call_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        index = self._block_for(self._calls, p["index"], "tool call", "tool-call-end")
+        self._close(index, frame, out)
+
+    def _citation_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        c = p["delta"]["message"]["citations"]
+        if c.__class__ is not dict:
+            raise self.protocol_error("citations is not an object", event="citation-start")
+        block = self._content.get(c["content_index"]) if "content_index" in c else None
+        if block is None:
+            block = self._latest.get(CITATION_KINDS.get(c.get("type") or "", "text"))
+        citation = Citation(
+            start=c.get("start"),
+            end=c.get("end"),
+            text=c.get("text"),
+            sources=c.get("sources") or [],
+            block=block,
+            raw=c,
+        )
+        out.append(CitationAdded(citation=citation, raw=frame))
+
+    def _citation_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """Closes the cited span; the citation was complete at ``citation-start``."""
+
+    def _message_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self.terminal_seen = True
+        delta = p.get("delta") or {}
+        raw_reason = delta.get("finish_reason")
+        usage = delta.get("usage")
+        if usage:
+            out.append(UsageUpdate(usage=usage_from_tokens(usage), raw=frame))
+        if raw_reason == "ERROR" or delta.get("error"):
+            raise StreamError(
+                str(delta.get("error") or "the stream ended with finish_reason ERROR"),
+                code=delta.get("error_type") or raw_reason,
+                provider=self.name,
+                raw=frame,
+                position=self.position,
+                retryable_without_duplicate=self._next_block == 0,
+            )
+        self._close_plan(frame, out)
+        if self._open:
+            self._unclosed(out, "message-end")
+        reason = FINISH_REASONS.get(raw_reason, "other") if raw_reason is not None else None
+        out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=frame))
+
+    def _debug(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        out.append(Notice(kind="debug", data=p.get("prompt"), raw=frame))

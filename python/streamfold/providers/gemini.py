@@ -1,0 +1,617 @@
+"""Google Gemini ``models/{model}:streamGenerateContent?alt=sse`` (and Vertex AI).
+
+Wire format (WIRE_FORMATS.md §6; js-genai ``GenerateContentResponse``): data-only SSE with CRLF
+separators and no terminator; every data is a whole ``GenerateContentResponse``::
+
+    data: {"candidates": [{"content": {"role": "model", "parts": [{"text": "The"}]},
+           "index": 0}], "usageMetadata": {...}, "modelVersion": "…", "responseId": "…"}
+    data: {"candidates": [{"content": {"parts": [{"text": " end."}]}, "finishReason": "STOP",
+           "groundingMetadata": {...}}], "usageMetadata": {...}}
+
+Gemini has no block boundaries; they are made here, per candidate (``choice`` = candidate
+``index``):
+
+* consecutive text parts are one ``text`` block, consecutive ``thought: true`` parts one
+  ``reasoning`` block; a part of another kind closes the block and opens the next;
+* a ``thoughtSignature`` -> ``SignatureDelta`` on the block of its part, also on an empty text
+  part (Gemini 3 puts it on ``{"text": "", "thoughtSignature": …}`` in the last chunk; a block is
+  opened for it if none of that kind is open), so it survives to be sent back;
+* ``functionCall`` arrives whole: ``BlockStart(kind="tool_call", complete=True,
+  arguments=args, extra={"thoughtSignature": …})`` and ``BlockEnd``. Vertex AI
+  ``streamFunctionCallArguments`` streams a call instead: ``{"name", "willContinue": true}``
+  opens it, ``{"partialArgs": [{"jsonPath", "stringValue"|"numberValue"|"boolValue"|
+  "nullValue", "willContinue"}]}`` add to it (``stringValue`` pieces of one path concatenate)
+  and ``{}`` closes it; the arguments assembled from the paths are sent as one ``BlockDelta``
+  (their JSON text) right before the ``BlockEnd``;
+* ``executableCode`` / ``codeExecutionResult`` -> complete ``server_tool`` blocks with the part
+  in ``data``; ``inlineData`` / ``fileData`` -> ``MediaAdded``;
+* ``finishReason`` -> ``BlockEnd`` of the open blocks, then ``MessageEnd``; a prompt blocked
+  before any candidate (``promptFeedback.blockReason``) -> ``MessageEnd(content_filter)``.
+
+Grounding: ``groundingMetadata.groundingChunks`` -> ``SourcesAdded`` (new chunks only, with
+``webSearchQueries``), each ``groundingSupports`` entry -> ``CitationAdded`` once, whose
+``start``/``end`` are ``segment.startIndex``/``endIndex``: **UTF-8 byte offsets** into the
+candidate's text joined over all its text blocks (verified 8/8 on a capture); ``startIndex``
+is absent for 0 (proto3 JSON). ``citationMetadata.citations`` (recitation) -> ``CitationAdded``
+with ``startIndex``/``endIndex`` as given. Citations attach to the candidate's latest text
+block.
+
+``usageMetadata`` is a cumulative snapshot on (almost) every chunk: each new one replaces the
+last (``UsageUpdate``), never summed. ``Usage.input_tokens`` = prompt + tool-use prompt tokens,
+``output_tokens`` = candidates + thoughts (as OpenAI counts reasoning in its output),
+``reasoning_tokens`` = thoughts, ``cached_tokens`` = cached content; ``total_tokens`` as sent.
+A ``{"error": {...}}`` chunk raises ``StreamError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from ..errors import ProtocolError, StreamError
+from ..events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    SignatureDelta,
+    SourcesAdded,
+    Unknown,
+    UsageUpdate,
+)
+from ..message import BlockKind, Citation, FinishReason, Usage
+from .base import Provider
+
+__all__ = ["FINISH_REASONS", "Gemini", "usage_from_gemini"]
+
+#: ``candidates[].finishReason`` -> normalized finish reason. Sources: the Gemini API and
+#: Vertex AI ``FinishReason`` enum references, and vercel/ai
+#: ``packages/google/src/map-google-generative-ai-finish-reason.ts`` (safety-like reasons ->
+#: content filter, ``MALFORMED_FUNCTION_CALL`` -> error). Gemini has no tool-call reason: calls
+#: end with ``STOP``.
+FINISH_REASONS: dict[str, FinishReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "TOO_MANY_TOOL_CALLS": "error",
+    "LANGUAGE": "other",
+    "OTHER": "other",
+    "IMAGE_OTHER": "other",
+    "NO_IMAGE": "other",
+    "FINISH_REASON_UNSPECIFIED": "other",
+}
+
+#: Parts that are provider-run tools, kept whole in a ``server_tool`` block.
+SERVER_TOOL_PARTS = ("executableCode", "codeExecutionResult")
+#: Parts that are media results.
+MEDIA_PARTS = ("inlineData", "fileData")
+#: Usage counts that make a ``usageMetadata`` worth an event (Vertex partial chunks carry only
+#: ``trafficType``).
+_COUNTS = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
+
+_PATH_STEP = re.compile(
+    r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
+)
+
+
+def _int(value: Any) -> int | None:
+    return value if value.__class__ is int else None
+
+
+def _add(*values: int | None) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def usage_from_gemini(usage: dict[str, Any]) -> Usage:
+    """``usageMetadata`` -> :class:`Usage` (see the module docstring for the sums)."""
+    prompt = _int(usage.get("promptTokenCount"))
+    tool_prompt = _int(usage.get("toolUsePromptTokenCount"))
+    candidates = _int(usage.get("candidatesTokenCount"))
+    thoughts = _int(usage.get("thoughtsTokenCount"))
+    return Usage(
+        input_tokens=_add(prompt, tool_prompt),
+        output_tokens=_add(candidates, thoughts),
+        total_tokens=_int(usage.get("totalTokenCount")),
+        reasoning_tokens=thoughts,
+        cached_tokens=_int(usage.get("cachedContentTokenCount")),
+        raw=usage,
+    )
+
+
+class _Candidate:
+    """What is open in one candidate."""
+
+    __slots__ = (
+        "args",
+        "call",
+        "citations",
+        "ended",
+        "index",
+        "last_text",
+        "prose",
+        "prose_kind",
+        "sources",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.prose = -1
+        self.prose_kind: BlockKind | None = None
+        #: The Vertex call being streamed (-1: none) and its arguments so far.
+        self.call = -1
+        self.args: dict[str, Any] = {}
+        self.last_text: int | None = None
+        #: Grounding already reported: chunks, and supports/citations by key.
+        self.sources = 0
+        self.citations: set[Any] = set()
+        self.ended = False
+
+
+class Gemini(Provider):
+    """Gemini ``streamGenerateContent?alt=sse`` stream -> events."""
+
+    name: ClassVar[str] = "gemini"
+
+    def __init__(self, *, strict: bool = False) -> None:
+        super().__init__(strict=strict)
+        self._candidates: dict[int, _Candidate] = {}
+        self._next_block = 0
+        self._usage: Any = None
+
+    # -- the frame loop ----------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        try:
+            chunk = frame.json()
+        except ProtocolError as exc:
+            if not frame.data.strip():
+                return
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
+            ) from None
+        if chunk.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        if "error" in chunk:
+            self._error(chunk["error"], frame)
+        try:
+            finished: list[tuple[_Candidate, str]] | None = None
+            for candidate in chunk.get("candidates") or ():
+                state, reason = self._candidate(candidate, chunk, frame, out)
+                if reason is not None:
+                    if finished is None:
+                        finished = []
+                    finished.append((state, reason))
+            usage = chunk.get("usageMetadata")
+            if usage.__class__ is dict and usage != self._usage:
+                self._usage = usage
+                if any(key in usage for key in _COUNTS):
+                    out.append(UsageUpdate(usage=usage_from_gemini(usage), raw=frame))
+            if finished is not None:
+                for state, reason in finished:
+                    self._finish(state, reason, frame, out)
+            elif not self._candidates:
+                feedback = chunk.get("promptFeedback")
+                if feedback.__class__ is dict and feedback.get("blockReason"):
+                    self._blocked(feedback["blockReason"], chunk, frame, out)
+        except (AttributeError, TypeError, KeyError) as exc:
+            raise self.protocol_error(
+                f"malformed chunk ({exc.__class__.__name__}: {exc})", event=frame.event, raw=frame
+            ) from None
+
+    # -- one candidate ----------------------------------------------------------------------
+
+    def _candidate(
+        self, candidate: dict[str, Any], chunk: dict[str, Any], frame: Any, out: list[Event]
+    ) -> tuple[_Candidate, str | None]:
+        index = candidate.get("index", 0)
+        state = self._candidates.get(index)
+        if state is None:
+            if index.__class__ is not int:
+                raise self.protocol_error(
+                    f"candidate index is {index!r}", event=frame.event, raw=frame
+                )
+            state = _Candidate(index)
+            self._candidates[index] = state
+            out.append(
+                MessageStart(
+                    id=chunk.get("responseId"),
+                    model=chunk.get("modelVersion"),
+                    role="assistant",
+                    choice=index,
+                    raw=frame,
+                )
+            )
+        content = candidate.get("content")
+        parts = content.get("parts") if content.__class__ is dict else None
+        if parts:
+            if state.ended:
+                self.violation(
+                    f"content for candidate {index} after its finishReason",
+                    out,
+                    event=frame.event,
+                    raw=frame,
+                )
+            else:
+                for part in parts:
+                    self._part(state, part, frame, out)
+        grounding = candidate.get("groundingMetadata")
+        if grounding:
+            self._grounding(state, grounding, frame, out)
+        recitations = candidate.get("citationMetadata")
+        if recitations:
+            self._recitations(state, recitations, frame, out)
+        reason = candidate.get("finishReason")
+        return state, (str(reason) if reason is not None else None)
+
+    def _part(self, state: _Candidate, part: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        signature = part.get("thoughtSignature")
+        text = part.get("text")
+        if text is not None:
+            if text.__class__ is not str:
+                raise self.protocol_error(
+                    f"part text is {type(text).__name__}", event=frame.event, raw=frame
+                )
+            kind: BlockKind = "reasoning" if part.get("thought") else "text"
+            if text:
+                self._text(state, kind, text, frame, out)
+            if signature:
+                if state.prose_kind != kind:
+                    self._open_prose(state, kind, frame, out)
+                out.append(
+                    SignatureDelta(
+                        index=state.prose, signature=signature, choice=state.index, raw=frame
+                    )
+                )
+            return
+        call = part.get("functionCall")
+        if call is not None:
+            self._function_call(state, call, signature, frame, out)
+            return
+        for key in SERVER_TOOL_PARTS:
+            if key in part:
+                self._close_prose(state, frame, out)
+                block = self._new_block()
+                out.append(
+                    BlockStart(
+                        index=block,
+                        kind="server_tool",
+                        name=key,
+                        complete=True,
+                        data=part,
+                        choice=state.index,
+                        raw=frame,
+                    )
+                )
+                out.append(BlockEnd(index=block, kind="server_tool", choice=state.index, raw=frame))
+                return
+        for key in MEDIA_PARTS:
+            if key in part:
+                out.append(MediaAdded(media=part[key], raw=frame))
+                return
+        keys = [key for key in part if key != "thoughtSignature"]
+        out.append(Unknown(event_type=f"part.{keys[0] if keys else None}", raw=frame))
+
+    # -- blocks ------------------------------------------------------------------------------
+
+    def _new_block(self) -> int:
+        block = self._next_block
+        self._next_block = block + 1
+        return block
+
+    def _open_prose(self, state: _Candidate, kind: BlockKind, frame: Any, out: list[Event]) -> None:
+        self._close_prose(state, frame, out)
+        state.prose = self._new_block()
+        state.prose_kind = kind
+        if kind == "text":
+            state.last_text = state.prose
+        out.append(BlockStart(index=state.prose, kind=kind, choice=state.index, raw=frame))
+
+    def _close_prose(self, state: _Candidate, frame: Any, out: list[Event]) -> None:
+        if state.prose_kind is not None:
+            out.append(
+                BlockEnd(index=state.prose, kind=state.prose_kind, choice=state.index, raw=frame)
+            )
+            state.prose = -1
+            state.prose_kind = None
+
+    def _text(
+        self, state: _Candidate, kind: BlockKind, text: str, frame: Any, out: list[Event]
+    ) -> None:
+        if state.call >= 0:
+            self.violation(
+                "text inside a streamed function call (no closing functionCall {})",
+                out,
+                event=frame.event,
+                raw=frame,
+            )
+            self._end_call(state, frame, out)
+        if state.prose_kind != kind:
+            self._open_prose(state, kind, frame, out)
+        out.append(
+            BlockDelta(index=state.prose, kind=kind, text=text, choice=state.index, raw=frame)
+        )
+
+    def _function_call(
+        self,
+        state: _Candidate,
+        call: dict[str, Any],
+        signature: Any,
+        frame: Any,
+        out: list[Event],
+    ) -> None:
+        partial = call.get("partialArgs")
+        if state.call >= 0:  # a Vertex call is streaming
+            if partial:
+                self._partial_args(state, partial, frame)
+            elif not call.get("name"):
+                self._end_call(state, frame, out)  # ``{}`` closes it
+                return
+            else:
+                self.violation(
+                    "a function call starts before the streamed one closed",
+                    out,
+                    event=frame.event,
+                    raw=frame,
+                )
+                self._end_call(state, frame, out)
+                self._function_call(state, call, signature, frame, out)
+                return
+            if signature:
+                out.append(
+                    SignatureDelta(
+                        index=state.call, signature=signature, choice=state.index, raw=frame
+                    )
+                )
+            return
+        if partial or (not call.get("name") and not call.get("args")):
+            if not call:
+                return  # a stray closing ``{}``
+            raise self.protocol_error(
+                "functionCall arguments for a call that was never started",
+                event=frame.event,
+                raw=frame,
+            )
+        self._close_prose(state, frame, out)
+        block = self._new_block()
+        extra = {"thoughtSignature": signature} if signature else None
+        if call.get("willContinue"):
+            state.call = block
+            state.args = {}
+            out.append(
+                BlockStart(
+                    index=block,
+                    kind="tool_call",
+                    id=call.get("id"),
+                    name=call.get("name"),
+                    extra=extra,
+                    choice=state.index,
+                    raw=frame,
+                )
+            )
+            return
+        args = call.get("args")
+        out.append(
+            BlockStart(
+                index=block,
+                kind="tool_call",
+                id=call.get("id"),
+                name=call.get("name"),
+                arguments=args if args is not None else {},
+                complete=True,
+                extra=extra,
+                choice=state.index,
+                raw=frame,
+            )
+        )
+        out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+
+    def _partial_args(self, state: _Candidate, partial: list[Any], frame: Any) -> None:
+        for arg in partial:
+            path = self._path(arg.get("jsonPath"), frame)
+            if "stringValue" in arg:
+                value: Any = arg["stringValue"]
+                previous = _get(state.args, path)
+                if previous.__class__ is str:
+                    value = previous + value
+            elif "numberValue" in arg:
+                value = arg["numberValue"]
+            elif "boolValue" in arg:
+                value = arg["boolValue"]
+            elif "nullValue" in arg:
+                value = None
+            else:
+                continue
+            _set(state.args, path, value)
+
+    def _path(self, path: Any, frame: Any) -> list[str | int]:
+        """``$.a.b[0]`` -> ``["a", "b", 0]``."""
+        if path.__class__ is not str or not path.startswith("$"):
+            raise self.protocol_error(
+                f"partialArgs jsonPath {path!r} is not a JSON path", event=frame.event, raw=frame
+            )
+        steps: list[str | int] = []
+        position = 1
+        while position < len(path):
+            match = _PATH_STEP.match(path, position)
+            if match is None:
+                raise self.protocol_error(
+                    f"partialArgs jsonPath {path!r} is not understood",
+                    event=frame.event,
+                    raw=frame,
+                )
+            name, number, single, double = match.groups()
+            if number is not None:
+                steps.append(int(number))
+            else:
+                quoted = single if single is not None else double
+                steps.append(name if name is not None else json.loads(f'"{quoted}"'))
+            position = match.end()
+        return steps
+
+    def _end_call(self, state: _Candidate, frame: Any, out: list[Event]) -> None:
+        block, state.call = state.call, -1
+        arguments = json.dumps(state.args, ensure_ascii=False)
+        state.args = {}
+        out.append(
+            BlockDelta(index=block, kind="tool_call", text=arguments, choice=state.index, raw=frame)
+        )
+        out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+
+    # -- grounding --------------------------------------------------------------------------
+
+    def _grounding(
+        self, state: _Candidate, grounding: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        chunks = grounding.get("groundingChunks") or []
+        if len(chunks) > state.sources:
+            queries = grounding.get("webSearchQueries")
+            out.append(SourcesAdded(sources=chunks[state.sources :], queries=queries, raw=frame))
+            state.sources = len(chunks)
+        for support in grounding.get("groundingSupports") or ():
+            segment = support.get("segment") or {}
+            indices = support.get("groundingChunkIndices") or []
+            key = ("support", segment.get("startIndex", 0), segment.get("endIndex"), *indices)
+            if key in state.citations:
+                continue
+            state.citations.add(key)
+            citation = Citation(
+                start=segment.get("startIndex", 0),
+                end=segment.get("endIndex"),
+                text=segment.get("text"),
+                sources=[chunks[i] for i in indices if i.__class__ is int and 0 <= i < len(chunks)],
+                block=state.last_text,
+                raw=support,
+            )
+            out.append(CitationAdded(citation=citation, choice=state.index, raw=frame))
+
+    def _recitations(
+        self, state: _Candidate, metadata: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        for entry in metadata.get("citations") or metadata.get("citationSources") or ():
+            key = (
+                "recitation",
+                entry.get("startIndex", 0),
+                entry.get("endIndex"),
+                entry.get("uri"),
+            )
+            if key in state.citations:
+                continue
+            state.citations.add(key)
+            citation = Citation(
+                start=entry.get("startIndex", 0),
+                end=entry.get("endIndex"),
+                sources=[entry],
+                block=state.last_text,
+                raw=entry,
+            )
+            out.append(CitationAdded(citation=citation, choice=state.index, raw=frame))
+
+    # -- end, errors ------------------------------------------------------------------------
+
+    def _finish(self, state: _Candidate, reason: str, frame: Any, out: list[Event]) -> None:
+        if state.ended:
+            return  # the same finishReason again
+        if state.call >= 0:
+            self.violation(
+                "finishReason while a streamed function call is open",
+                out,
+                event=frame.event,
+                raw=frame,
+            )
+        self._close_prose(state, frame, out)
+        state.ended = True
+        out.append(
+            MessageEnd(
+                finish_reason=FINISH_REASONS.get(reason, "other"),
+                raw_finish_reason=reason,
+                choice=state.index,
+                raw=frame,
+            )
+        )
+        self.terminal_seen = all(s.ended for s in self._candidates.values())
+
+    def _blocked(self, reason: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        state = _Candidate(0)
+        self._candidates[0] = state
+        out.append(
+            MessageStart(id=chunk.get("responseId"), model=chunk.get("modelVersion"), raw=frame)
+        )
+        state.ended = True
+        self.terminal_seen = True
+        out.append(
+            MessageEnd(
+                finish_reason="content_filter",
+                raw_finish_reason=str(reason),
+                data=chunk.get("promptFeedback"),
+                raw=frame,
+            )
+        )
+
+    def _error(self, error: Any, frame: Any) -> None:
+        if error.__class__ is not dict:
+            error = {"message": str(error)}
+        code = error.get("status")
+        if code is None:
+            code = error.get("code")
+        message = error.get("message")
+        self.terminal_seen = True
+        raise StreamError(
+            str(message) if message is not None else "error chunk",
+            code=code,
+            provider=self.name,
+            raw=frame,
+            position=self.position,
+            retryable_without_duplicate=self._next_block == 0,
+        )
+
+
+def _get(root: Any, path: list[str | int]) -> Any:
+    node = root
+    for step in path:
+        if step.__class__ is int:
+            if node.__class__ is not list or not 0 <= step < len(node):  # type: ignore[operator]
+                return None
+            node = node[step]
+        else:
+            if node.__class__ is not dict:
+                return None
+            node = node.get(step)
+    return node
+
+
+def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
+    """Set ``value`` at ``path``, making the dicts and lists on the way."""
+    if not path:
+        return
+    node: Any = root
+    for step, following in zip(path, path[1:]):
+        child_default: Any = [] if following.__class__ is int else {}
+        if step.__class__ is int:
+            while len(node) <= step:  # type: ignore[operator]
+                node.append(None)
+            if node[step] is None:
+                node[step] = child_default
+            node = node[step]
+        else:
+            node = node.setdefault(step, child_default)
+    last = path[-1]
+    if last.__class__ is int:
+        while len(node) <= last:  # type: ignore[operator]
+            node.append(None)
+    node[last] = value

@@ -1,0 +1,574 @@
+"""OpenAI Chat Completions chunks (``openai``, ``openai-chat``) and Mistral (``mistral``).
+
+Wire format (WIRE_FORMATS.md §3, §3b; openai-python ``types/chat/chat_completion_chunk.py``,
+mistralai ``models/deltamessage.py``): data-only SSE, every data a ``chat.completion.chunk``,
+the stream closed by ``data: [DONE]``::
+
+    data: {"id", "model", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+           "logprobs": null, "finish_reason": null}], "usage": null}
+    data: {"choices": [{"index": 0, "delta": {"content": "Hel"}, ...}]}
+    data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_…",
+           "function": {"name": "f", "arguments": ""}}]}}]}
+    data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+           "function": {"arguments": "{\\"ci"}}]}}]}
+    data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    data: {"choices": [], "usage": {"prompt_tokens": 14, ...}}      (include_usage)
+    data: [DONE]
+
+How each part maps to events:
+
+* the first chunk of a choice -> ``MessageStart(choice=i)``; choices of ``n>1`` interleave;
+* ``delta.content`` / ``delta.refusal`` / ``delta.reasoning`` (``reasoning_content``;
+  OpenAI-compatible hosts) -> a text / refusal / reasoning block. Such a block stays open while
+  deltas of its kind follow and closes when another kind starts. Empty or null values (the first
+  delta carries ``role`` and ``content: ""`` or ``null``) make no event and no block;
+* ``delta.tool_calls[k]`` -> a ``tool_call`` block keyed by ``(choice, k.index)``; the indices
+  may start above 0, be sparse and interleave. ``id`` and ``name`` come on the first fragment
+  only; an entry whose ``id`` differs from the call its index points at starts a new call
+  (hosts that reuse index 0). Argument fragments become ``BlockDelta`` texts;
+* ``choices[].logprobs`` -> ``BlockDelta.logprobs`` of the delta made from the same choice
+  (a ``Notice(kind="logprobs")`` when the chunk carried no text);
+* ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageEnd``;
+* ``usage`` (non-null) -> ``UsageUpdate``, before the ``MessageEnd`` of the same chunk (Mistral
+  and OpenRouter put usage on the finishing chunk; OpenAI on a last chunk with ``choices: []``).
+  Azure's first chunk also has ``choices: []`` but no usage: it makes no event;
+* a top-level ``error`` in a data payload (OpenAI, OpenRouter) or an ``event: error`` frame
+  (Groq) -> ``StreamError`` after the usage of the same chunk;
+* ``[DONE]`` is ordinary data, recognised only when it fails to parse as JSON.
+
+Mistral differs (``Mistral``): a tool call arrives whole in one delta, often without ``index``
+(the SDK defaults it to 0), so every entry that carries an ``id`` is a new call; its
+``arguments`` may be an object or JSON text. A whole call whose arguments parse to an object
+becomes ``BlockStart(complete=True, arguments=…, text=<the JSON text>)`` and ``BlockEnd``; text
+that does not parse (yet) is streamed as fragments, so the fold reports it if it never becomes
+valid. ``delta.content`` may be a list of chunks: ``{"type": "text"}`` and
+``{"type": "thinking", "thinking": [{"type": "text", "text": …}]}`` (a reasoning block).
+
+The stream's outcome is decided when every choice that started has a ``finish_reason``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from ..errors import ProtocolError, StreamError
+from ..events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    Event,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    Unknown,
+    UsageUpdate,
+)
+from ..message import BlockKind, FinishReason, Usage
+from .base import Provider
+
+__all__ = ["FINISH_REASONS", "MISTRAL_FINISH_REASONS", "Mistral", "OpenAIChat", "usage_from_openai"]
+
+#: ``choices[].finish_reason`` -> normalized finish reason. Source: openai-python
+#: ``types/chat/chat_completion_chunk.py`` (``Literal["stop", "length", "tool_calls",
+#: "content_filter", "function_call"]``); ``function_call`` is the deprecated form of
+#: ``tool_calls``. Anything else (an OpenAI-compatible host's own value) is ``other``.
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+    "function_call": "tool_calls",
+}
+
+#: Mistral's finish reasons. Source: mistralai ``models/completionresponsestreamchoice.py``
+#: (``stop | length | error | tool_calls``) and vercel/ai ``map-mistral-finish-reason.ts``
+#: (``model_length`` -> length).
+MISTRAL_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "model_length": "length",
+    "tool_calls": "tool_calls",
+    "error": "error",
+}
+
+#: ``delta`` keys that carry text, in the order they are read, and the block kind they feed.
+#: ``reasoning`` (Groq, OpenRouter) and ``reasoning_content`` (DeepSeek, vLLM) are
+#: OpenAI-compatible extensions.
+TEXT_FIELDS: tuple[tuple[str, BlockKind], ...] = (
+    ("reasoning_content", "reasoning"),
+    ("reasoning", "reasoning"),
+    ("content", "text"),
+    ("refusal", "refusal"),
+)
+
+#: Kinds of Mistral ``content`` chunks that carry text.
+CHUNK_KINDS: dict[str, BlockKind] = {"text": "text", "thinking": "reasoning"}
+
+
+def _int(value: Any) -> int | None:
+    return value if value.__class__ is int else None
+
+
+def usage_from_openai(usage: dict[str, Any]) -> Usage:
+    """Chat Completions ``usage`` -> :class:`Usage` (``prompt_tokens`` include cached ones;
+    ``completion_tokens`` include reasoning ones, as OpenAI counts them)."""
+    prompt_details = usage.get("prompt_tokens_details")
+    completion_details = usage.get("completion_tokens_details")
+    return Usage(
+        input_tokens=_int(usage.get("prompt_tokens")),
+        output_tokens=_int(usage.get("completion_tokens")),
+        total_tokens=_int(usage.get("total_tokens")),
+        reasoning_tokens=(
+            _int(completion_details.get("reasoning_tokens"))
+            if completion_details.__class__ is dict
+            else None
+        ),
+        cached_tokens=(
+            _int(prompt_details.get("cached_tokens")) if prompt_details.__class__ is dict else None
+        ),
+        raw=usage,
+    )
+
+
+def _logprobs(choice: dict[str, Any]) -> Any:
+    """The choice's log-probabilities, or ``None`` when it has none (``{"content": []}``)."""
+    logprobs = choice.get("logprobs")
+    if not logprobs or (logprobs.__class__ is dict and not any(logprobs.values())):
+        return None
+    return logprobs
+
+
+def _error_parts(error: Any) -> tuple[str, str | int | None]:
+    """``(message, code)`` of an error object (``{"message", "code"|"type"}`` or a string)."""
+    if error.__class__ is dict:
+        code = error.get("code")
+        if code is None:
+            code = error.get("type")
+        message = error.get("message")
+        return (str(message) if message is not None else json.dumps(error)), code
+    return str(error), None
+
+
+class _Choice:
+    """What is open in one choice."""
+
+    __slots__ = ("calls", "ended", "index", "last_call", "open_calls", "prose", "prose_kind")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        #: The open text, refusal or reasoning block (-1: none) and its kind.
+        self.prose = -1
+        self.prose_kind: BlockKind | None = None
+        #: Tool-call key (``tool_calls[].index``, else ``id``) -> (block index, call id).
+        self.calls: dict[Any, tuple[int, Any]] = {}
+        #: Open tool-call blocks, in the order they opened.
+        self.open_calls: list[int] = []
+        self.last_call = -1
+        self.ended = False
+
+
+class OpenAIChat(Provider):
+    """OpenAI Chat Completions stream -> events."""
+
+    name: ClassVar[str] = "openai"
+    finish_reasons: ClassVar[dict[str, FinishReason]] = FINISH_REASONS
+
+    def __init__(self, *, strict: bool = False) -> None:
+        super().__init__(strict=strict)
+        self._choices: dict[int, _Choice] = {}
+        #: Block indices are unique within a choice; one counter over all of them is simpler.
+        self._next_block = 0
+        self._done = False
+        self._produced = False
+
+    # -- the frame loop ----------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        try:
+            chunk = frame.json()
+        except ProtocolError as exc:
+            self._not_json(frame, exc, out)
+            return
+        if self._done:
+            self.violation("data after [DONE]", out, event=frame.event, raw=frame)
+        if chunk.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        if frame.event == "error" or chunk.get("error"):
+            self._error(chunk, frame, out)
+        choices = chunk.get("choices")
+        finished: list[tuple[_Choice, Any]] | None = None
+        if choices:
+            if choices.__class__ is not list:
+                raise self.protocol_error("choices is not a list", event=frame.event, raw=frame)
+            states = self._choices
+            for choice in choices:
+                try:
+                    index = choice.get("index", 0)
+                    state = states.get(index)
+                    if state is None:
+                        state = self._start(index, chunk, frame, out)
+                    delta = choice.get("delta")
+                    if delta:
+                        content = delta.get("content")
+                        # The common chunk: one text fragment for the open text block.
+                        if (
+                            state.prose_kind == "text"
+                            and content
+                            and len(delta) == 1
+                            and content.__class__ is str
+                        ):
+                            logprobs = _logprobs(choice) if choice.get("logprobs") else None
+                            out.append(
+                                BlockDelta(
+                                    index=state.prose,
+                                    kind="text",
+                                    text=content,
+                                    choice=index,
+                                    raw=frame,
+                                    logprobs=logprobs,
+                                )
+                                if logprobs
+                                else BlockDelta(
+                                    index=state.prose,
+                                    kind="text",
+                                    text=content,
+                                    choice=index,
+                                    raw=frame,
+                                )
+                            )
+                        else:
+                            self._delta(state, delta, choice, frame, out)
+                    elif _logprobs(choice) is not None:
+                        self._logprobs_alone(state, choice, frame, out)
+                    reason = choice.get("finish_reason")
+                    if reason is not None:
+                        if finished is None:
+                            finished = []
+                        finished.append((state, reason))
+                except (AttributeError, TypeError, KeyError) as exc:
+                    raise self.protocol_error(
+                        f"malformed choice ({exc.__class__.__name__}: {exc})",
+                        event=frame.event,
+                        raw=frame,
+                    ) from None
+        usage = chunk.get("usage")
+        if usage:
+            if usage.__class__ is not dict:
+                raise self.protocol_error("usage is not an object", event=frame.event, raw=frame)
+            out.append(UsageUpdate(usage=usage_from_openai(usage), raw=frame))
+        if finished is not None:
+            for state, reason in finished:
+                self._finish(state, reason, frame, out)
+
+    def _not_json(self, frame: Any, exc: ProtocolError, out: list[Event]) -> None:
+        data = frame.data
+        if data.startswith("[DONE]"):
+            if self._done:
+                self.violation("second [DONE]", out, event=frame.event, raw=frame)
+            self._done = True
+            return
+        if not data.strip():
+            return  # an empty data line: a keep-alive, not a chunk
+        raise self.protocol_error(
+            f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
+        ) from None
+
+    # -- message, blocks ---------------------------------------------------------------------
+
+    def _start(self, index: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> _Choice:
+        if index.__class__ is not int:
+            raise self.protocol_error(
+                f"choice index is {index!r}, not an integer", event=frame.event, raw=frame
+            )
+        state = _Choice(index)
+        self._choices[index] = state
+        out.append(
+            MessageStart(
+                id=chunk.get("id") or None,
+                model=chunk.get("model") or None,
+                choice=index,
+                raw=frame,
+            )
+        )
+        return state
+
+    def _open(
+        self, state: _Choice, kind: BlockKind, frame: Any, out: list[Event], **fields: Any
+    ) -> int:
+        block = self._next_block
+        self._next_block = block + 1
+        self._produced = True
+        out.append(BlockStart(index=block, kind=kind, choice=state.index, raw=frame, **fields))
+        return block
+
+    def _close_prose(self, state: _Choice, frame: Any, out: list[Event]) -> None:
+        if state.prose_kind is not None:
+            out.append(
+                BlockEnd(index=state.prose, kind=state.prose_kind, choice=state.index, raw=frame)
+            )
+            state.prose = -1
+            state.prose_kind = None
+
+    def _text(
+        self,
+        state: _Choice,
+        kind: BlockKind,
+        text: str,
+        frame: Any,
+        out: list[Event],
+        logprobs: Any = None,
+    ) -> None:
+        if state.prose_kind != kind:
+            self._close_prose(state, frame, out)
+            state.prose = self._open(state, kind, frame, out)
+            state.prose_kind = kind
+        out.append(
+            BlockDelta(
+                index=state.prose,
+                kind=kind,
+                text=text,
+                choice=state.index,
+                raw=frame,
+                logprobs=logprobs,
+            )
+        )
+
+    # -- one choice's delta ------------------------------------------------------------------
+
+    def _delta(
+        self,
+        state: _Choice,
+        delta: dict[str, Any],
+        choice: dict[str, Any],
+        frame: Any,
+        out: list[Event],
+    ) -> None:
+        if delta.__class__ is not dict:
+            raise self.protocol_error("delta is not an object", event=frame.event, raw=frame)
+        if state.ended and self._has_content(delta):
+            self.violation(
+                f"delta for choice {state.index} after its finish_reason",
+                out,
+                event=frame.event,
+                raw=frame,
+            )
+            return
+        logprobs = _logprobs(choice)
+        made = len(out)
+        for key, kind in TEXT_FIELDS:
+            value = delta.get(key)
+            if not value:
+                continue  # absent, null or "": the first delta's placeholders
+            if value.__class__ is str:
+                self._text(state, kind, value, frame, out, logprobs)
+                logprobs = None
+            elif value.__class__ is list and key == "content":
+                self._content_chunks(state, value, frame, out)
+            else:
+                raise self.protocol_error(
+                    f"delta.{key} is {type(value).__name__}", event=frame.event, raw=frame
+                )
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            if tool_calls.__class__ is not list:
+                raise self.protocol_error(
+                    "delta.tool_calls is not a list", event=frame.event, raw=frame
+                )
+            self._close_prose(state, frame, out)
+            for call in tool_calls:
+                if call.__class__ is not dict:
+                    raise self.protocol_error(
+                        "a tool_calls entry is not an object", event=frame.event, raw=frame
+                    )
+                self._tool_call(state, call, frame, out)
+        function_call = delta.get("function_call")
+        if function_call:
+            # The deprecated single-call form: one call per choice, under a key of its own
+            # so it never merges with ``tool_calls``.
+            self._close_prose(state, frame, out)
+            call = {"index": "function_call", "function": function_call}
+            self._tool_call(state, call, frame, out)
+        if logprobs is not None and len(out) == made:
+            self._logprobs_alone(state, choice, frame, out)
+
+    @staticmethod
+    def _has_content(delta: dict[str, Any]) -> bool:
+        return any(delta.get(key) for key, _ in TEXT_FIELDS) or bool(delta.get("tool_calls"))
+
+    def _logprobs_alone(
+        self, state: _Choice, choice: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        out.append(
+            Notice(
+                kind="logprobs",
+                data={"choice": state.index, "logprobs": choice.get("logprobs")},
+                raw=frame,
+            )
+        )
+
+    def _content_chunks(
+        self, state: _Choice, chunks: list[Any], frame: Any, out: list[Event]
+    ) -> None:
+        """Mistral ``content`` as a list: ``text`` and ``thinking`` chunks."""
+        for chunk in chunks:
+            kind = CHUNK_KINDS.get(chunk.get("type")) if chunk.__class__ is dict else None
+            if kind is None:
+                chunk_type = chunk.get("type") if chunk.__class__ is dict else None
+                out.append(Unknown(event_type=f"content.{chunk_type}", raw=frame))
+                continue
+            if kind == "text":
+                text = chunk.get("text")
+                if text:
+                    self._text(state, "text", str(text), frame, out)
+                continue
+            thinking = chunk.get("thinking")
+            pieces = thinking if thinking.__class__ is list else [thinking]
+            for piece in pieces:
+                text = piece.get("text") if piece.__class__ is dict else piece
+                if text and text.__class__ is str:
+                    self._text(state, "reasoning", text, frame, out)
+
+    def _tool_call(
+        self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        """One ``tool_calls`` entry, keyed by ``index`` (else ``id``)."""
+        call_id = call.get("id")
+        key = call.get("index")
+        if key is None:
+            key = call_id
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        known = state.calls.get(key) if key is not None else None
+        if known is not None and (call_id is None or call_id == known[1]):
+            block = known[0]
+        elif known is None and call_id is None and function.get("name") is None:
+            if key is None and state.last_call >= 0:
+                block = state.last_call  # no index, no id: continues the latest call
+            else:
+                raise self.protocol_error(
+                    f"tool call fragment for index {key!r}, which was never started "
+                    "(no id, no name)",
+                    event=frame.event,
+                    raw=frame,
+                )
+        else:
+            block = self._open(
+                state, "tool_call", frame, out, id=call_id, name=function.get("name")
+            )
+            state.calls[key if key is not None else ("block", block)] = (block, call_id)
+            state.open_calls.append(block)
+            state.last_call = block
+        if block not in state.open_calls:
+            self.violation(
+                f"tool call fragment for block {block}, which already ended",
+                out,
+                event=frame.event,
+                raw=frame,
+            )
+            return
+        if arguments:
+            if arguments.__class__ is not str:
+                # A host that sends the arguments as an object: its JSON text is the fragment.
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            out.append(
+                BlockDelta(
+                    index=block, kind="tool_call", text=arguments, choice=state.index, raw=frame
+                )
+            )
+
+    # -- end of a choice, errors ---------------------------------------------------------------
+
+    def _finish(self, state: _Choice, reason: Any, frame: Any, out: list[Event]) -> None:
+        if state.ended:
+            # OpenRouter repeats the finishing chunk (empty delta); content was checked above.
+            return
+        self._close_prose(state, frame, out)
+        for block in state.open_calls:
+            out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+        state.open_calls.clear()
+        state.ended = True
+        raw_reason = reason if reason.__class__ is str else str(reason)
+        out.append(
+            MessageEnd(
+                finish_reason=self.finish_reasons.get(raw_reason, "other"),
+                raw_finish_reason=raw_reason,
+                choice=state.index,
+                raw=frame,
+            )
+        )
+        self.terminal_seen = all(s.ended for s in self._choices.values())
+
+    def _error(self, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """An error in the stream: keep the usage of the same chunk, then raise."""
+        usage = chunk.get("usage")
+        if usage and usage.__class__ is dict:
+            out.append(UsageUpdate(usage=usage_from_openai(usage), raw=frame))
+        error = chunk.get("error")
+        if error is None:
+            error = chunk  # an ``event: error`` whose data is the error object itself
+        message, code = _error_parts(error)
+        self.terminal_seen = True
+        raise StreamError(
+            message,
+            code=code,
+            provider=self.name,
+            raw=frame,
+            position=self.position,
+            retryable_without_duplicate=not self._produced,
+        )
+
+
+class Mistral(OpenAIChat):
+    """Mistral chat completions stream -> events (whole tool calls, content chunks)."""
+
+    name: ClassVar[str] = "mistral"
+    finish_reasons: ClassVar[dict[str, FinishReason]] = MISTRAL_FINISH_REASONS
+
+    def _tool_call(
+        self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        call_id = call.get("id")
+        if call_id is None or call_id == "null":  # the SDK's default id
+            # A fragment of a call streamed OpenAI-style (the seed's example).
+            super()._tool_call(state, {**call, "id": None}, frame, out)
+            return
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        parsed: Any = None
+        if arguments.__class__ is dict or arguments.__class__ is list:
+            parsed, arguments = arguments, json.dumps(arguments, ensure_ascii=False)
+        elif arguments and arguments.__class__ is str:
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                parsed = None
+        if parsed.__class__ is dict or parsed.__class__ is list:
+            block = self._open(
+                state,
+                "tool_call",
+                frame,
+                out,
+                id=call_id,
+                name=function.get("name"),
+                arguments=parsed,
+                complete=True,
+                text=arguments,
+            )
+            out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+            state.last_call = -1
+            return
+        # Not (yet) a whole JSON value: stream it; the fold judges the text at the end.
+        key = call.get("index")
+        if key is not None and key in state.calls:
+            key = None  # every entry with an id is a new call, whatever its index
+        block = self._open(state, "tool_call", frame, out, id=call_id, name=function.get("name"))
+        state.calls[key if key is not None else ("id", call_id, block)] = (block, call_id)
+        state.open_calls.append(block)
+        state.last_call = block
+        if arguments:
+            out.append(
+                BlockDelta(
+                    index=block, kind="tool_call", text=arguments, choice=state.index, raw=frame
+                )
+            )

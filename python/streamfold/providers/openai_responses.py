@@ -1,0 +1,468 @@
+"""OpenAI Responses (``POST /v1/responses``, ``"stream": true``): typed SSE events.
+
+Wire format (WIRE_FORMATS.md §4; openai-python ``types/responses/response_stream_event.py``)::
+
+    event: response.created                {"response": {"id", "model", "status", ...}}
+    event: response.in_progress            {"response": {...}}
+    event: response.output_item.added      {"output_index", "item": {"type", "id", ...}}
+    event: response.content_part.added     {"output_index", "content_index", "part": {"type"}}
+    event: response.output_text.delta      {"output_index", "content_index", "delta", "logprobs"}
+    event: response.output_text.annotation.added  {..., "annotation": {"type": "url_citation"}}
+    event: response.content_part.done      {"output_index", "content_index", "part"}
+    event: response.output_item.done       {"output_index", "item"}
+    event: response.completed              {"response": {"status", "usage", "output", ...}}
+
+Every payload repeats its ``type``, the authoritative name here (the ``event:`` name is the
+fallback); ``sequence_number`` (+1 per event) is optional: when present it is kept in
+``self.sequence``, the resume cursor.
+
+Output items (by ``output_index``) -> blocks, numbered in order of appearance:
+
+* ``message`` -> one block per content part: ``output_text`` -> ``text``, ``refusal`` ->
+  ``refusal`` (``response.output_text.delta`` / ``response.refusal.delta``);
+* ``function_call`` -> ``tool_call`` whose ``id`` is the item's ``call_id`` (the id a tool
+  result must quote; the item ``id`` is kept in ``extra["item_id"]``), arguments streamed by
+  ``response.function_call_arguments.delta``; ``custom_tool_call`` likewise, with its free-text
+  input as the fragments and ``extra["custom"] = True``;
+* ``reasoning`` -> ``reasoning``: the summary parts' text (``reasoning_summary_text.delta``),
+  parts after the first separated by a blank line, or the raw reasoning text
+  (``reasoning_text.delta``); ``encrypted_content`` -> ``SignatureDelta``;
+* any other item (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+  ``image_generation_call``, ``mcp_call``…) -> ``server_tool`` with the item in ``data``; their
+  progress events (``response.web_search_call.searching``…) -> ``Notice(kind="tool_progress")``.
+
+``response.output_item.done`` closes the item's blocks with ``BlockEnd(data=<final item>)``.
+Annotations -> ``CitationAdded``: ``start``/``end`` are ``start_index``/``end_index``,
+code-point offsets into the text part (verified on a capture with ``’`` and ``—``); the
+annotation is the source. The stream ends with exactly one of ``response.completed`` (finish
+``stop``), ``response.incomplete`` (``incomplete_details.reason``: ``max_output_tokens`` ->
+``length``, ``content_filter``) or ``response.failed`` (``StreamError`` with
+``response.error``); usage comes only there. The ``error`` event raises ``StreamError`` in both
+shapes: the documented flat ``{code, message}`` and the real nested ``{error: {...}}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from ..errors import ProtocolError, StreamError
+from ..events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    SignatureDelta,
+    Unknown,
+    UsageUpdate,
+)
+from ..message import BlockKind, Citation, FinishReason, Usage
+from .base import Provider
+
+__all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
+
+#: ``response.incomplete`` ``incomplete_details.reason`` -> normalized finish reason. Source:
+#: openai-python ``types/responses/response.py`` (``IncompleteDetails.reason:
+#: Literal["max_output_tokens", "content_filter"]``). ``response.completed`` is ``stop``.
+INCOMPLETE_REASONS: dict[str, FinishReason] = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+}
+
+#: ``message`` content part ``type`` -> block kind.
+PART_KINDS: dict[str, BlockKind] = {"output_text": "text", "refusal": "refusal"}
+
+#: Delta events -> the kind of block they feed (``None``: the item's own block).
+DELTA_EVENTS: dict[str, str] = {
+    "response.output_text.delta": "part",
+    "response.refusal.delta": "part",
+    "response.function_call_arguments.delta": "item",
+    "response.custom_tool_call_input.delta": "item",
+    "response.reasoning_summary_text.delta": "item",
+    "response.reasoning_text.delta": "item",
+    "response.code_interpreter_call_code.delta": "item",
+    "response.mcp_call_arguments.delta": "item",
+}
+
+#: Events whose content is already carried by the deltas (or is a status with no event).
+SILENT_EVENTS = frozenset(
+    {
+        "response.in_progress",
+        "response.queued",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.function_call_arguments.done",
+        "response.custom_tool_call_input.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_text.done",
+        "response.code_interpreter_call_code.done",
+        "response.mcp_call_arguments.done",
+    }
+)
+
+#: Prefixes of the progress events of provider-run tools.
+PROGRESS_PREFIXES = (
+    "response.web_search_call.",
+    "response.file_search_call.",
+    "response.code_interpreter_call.",
+    "response.image_generation_call.",
+    "response.mcp_call.",
+    "response.mcp_list_tools.",
+    "response.computer_call.",
+    "response.shell_call.",
+    "response.local_shell_call.",
+)
+
+_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+
+
+def _int(value: Any) -> int | None:
+    return value if value.__class__ is int else None
+
+
+def usage_from_responses(usage: dict[str, Any]) -> Usage:
+    """Responses ``usage`` -> :class:`Usage` (input includes cached, output includes reasoning)."""
+    input_details = usage.get("input_tokens_details")
+    output_details = usage.get("output_tokens_details")
+    return Usage(
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+        total_tokens=_int(usage.get("total_tokens")),
+        reasoning_tokens=(
+            _int(output_details.get("reasoning_tokens"))
+            if output_details.__class__ is dict
+            else None
+        ),
+        cached_tokens=(
+            _int(input_details.get("cached_tokens")) if input_details.__class__ is dict else None
+        ),
+        raw=usage,
+    )
+
+
+class _Item:
+    """One output item and its blocks."""
+
+    __slots__ = ("block", "done", "item_type", "kind", "parts", "summaries")
+
+    def __init__(self, item_type: str) -> None:
+        self.item_type = item_type
+        #: The item's own block (-1 for a message, whose blocks are its parts).
+        self.block = -1
+        self.kind: BlockKind = "other"
+        #: content_index -> (block index, kind), for message parts.
+        self.parts: dict[int, tuple[int, BlockKind]] = {}
+        #: Reasoning summary parts begun so far.
+        self.summaries = 0
+        self.done = False
+
+
+class OpenAIResponses(Provider):
+    """OpenAI Responses stream -> events."""
+
+    name: ClassVar[str] = "openai-responses"
+
+    def __init__(self, *, strict: bool = False) -> None:
+        super().__init__(strict=strict)
+        self._started = False
+        self._items: dict[int, _Item] = {}
+        #: Open blocks: index -> kind.
+        self._open: dict[int, BlockKind] = {}
+        self._next_block = 0
+        self._on: dict[str, _Handler] = {
+            "response.created": self._created,
+            "response.output_item.added": self._item_added,
+            "response.output_item.done": self._item_done,
+            "response.content_part.added": self._part_added,
+            "response.content_part.done": self._part_done,
+            "response.reasoning_summary_part.added": self._summary_part_added,
+            "response.output_text.annotation.added": self._annotation,
+            "response.completed": self._completed,
+            "response.incomplete": self._completed,
+            "response.failed": self._failed,
+            "error": self._error,
+        }
+
+    # -- the frame loop ----------------------------------------------------------------------
+
+    def handle(self, frame: Any, out: list[Event]) -> None:
+        try:
+            payload = frame.json()
+        except ProtocolError as exc:
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
+            ) from None
+        if payload.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        event = payload.get("type")
+        if event.__class__ is not str:
+            event = frame.event
+        sequence = payload.get("sequence_number")
+        if sequence.__class__ is int:
+            if self.sequence is not None and sequence <= self.sequence:
+                self.violation(
+                    f"sequence_number {sequence} after {self.sequence}", out, event=event, raw=frame
+                )
+            self.sequence = sequence
+        if self.terminal_seen:
+            self.violation("event after the terminal event", out, event=event, raw=frame)
+            return
+        try:
+            target = DELTA_EVENTS.get(event)
+            if target is not None:
+                self._delta(payload, target, event, frame, out)
+                return
+            if not self._started and event != "error" and event != "response.created":
+                self.violation("stream does not begin with response.created", out, event=event)
+                self._start(payload.get("response"), frame, out)
+            handler = self._on.get(event)
+            if handler is not None:
+                handler(payload, frame, out)
+            elif event in SILENT_EVENTS:
+                pass
+            elif event.startswith(PROGRESS_PREFIXES):
+                out.append(Notice(kind="tool_progress", message=event, data=payload, raw=frame))
+            else:
+                out.append(Unknown(event_type=event, raw=frame))
+        except (AttributeError, TypeError, KeyError) as exc:
+            raise self.protocol_error(
+                f"malformed payload ({exc.__class__.__name__}: {exc})", event=event, raw=frame
+            ) from None
+
+    # -- response ----------------------------------------------------------------------------
+
+    def _start(self, response: Any, frame: Any, out: list[Event]) -> None:
+        self._started = True
+        if response.__class__ is not dict:
+            response = {}
+        out.append(MessageStart(id=response.get("id"), model=response.get("model"), raw=frame))
+
+    def _created(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        if self._started:
+            self.violation("second response.created", out, event="response.created", raw=frame)
+            return
+        self._start(p.get("response"), frame, out)
+
+    def _completed(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        response = p["response"]
+        status = response.get("status")
+        usage = response.get("usage")
+        if usage.__class__ is dict:
+            out.append(UsageUpdate(usage=usage_from_responses(usage), raw=frame))
+        reason: FinishReason = "stop"
+        raw_reason = status if status.__class__ is str else p["type"].removeprefix("response.")
+        if p["type"] == "response.incomplete" or status == "incomplete":
+            details = response.get("incomplete_details")
+            cause = details.get("reason") if details.__class__ is dict else None
+            raw_reason = cause if cause.__class__ is str else "incomplete"
+            reason = INCOMPLETE_REASONS.get(raw_reason, "other")
+        elif self._open:
+            blocks = ", ".join(f"{i} ({kind})" for i, kind in sorted(self._open.items()))
+            self.violation(f"blocks never closed: {blocks}", out, event=p["type"], raw=frame)
+        self.terminal_seen = True
+        out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=frame))
+
+    def _raise(self, error: Any, frame: Any) -> None:
+        if error.__class__ is not dict:
+            error = {"message": str(error)}
+        code = error.get("code")
+        if code is None:
+            code = error.get("type")
+        message = error.get("message")
+        self.terminal_seen = True
+        raise StreamError(
+            str(message) if message is not None else "the response failed",
+            code=code,
+            provider=self.name,
+            raw=frame,
+            position=self.position,
+            retryable_without_duplicate=self._next_block == 0,
+        )
+
+    def _failed(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        response = p.get("response")
+        error = response.get("error") if response.__class__ is dict else None
+        self._raise(error or {"message": "the response failed", "code": "failed"}, frame)
+
+    def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        nested = p.get("error")
+        self._raise(nested if nested.__class__ is dict else p, frame)
+
+    # -- blocks ------------------------------------------------------------------------------
+
+    def _open_block(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
+        block = self._next_block
+        self._next_block = block + 1
+        self._open[block] = kind
+        out.append(BlockStart(index=block, kind=kind, raw=frame, **fields))
+        return block
+
+    def _close(self, block: int, frame: Any, out: list[Event], data: Any = None) -> None:
+        kind = self._open.pop(block, None)
+        if kind is not None:
+            out.append(BlockEnd(index=block, kind=kind, data=data, raw=frame))
+
+    def _item(self, p: dict[str, Any], event: str, frame: Any) -> _Item:
+        item = self._items.get(p["output_index"])
+        if item is None:
+            raise self.protocol_error(
+                f"output item {p['output_index']!r} was never added", event=event, raw=frame
+            )
+        return item
+
+    def _item_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        output_index = p["output_index"]
+        item = p["item"]
+        item_type = item.get("type")
+        if output_index in self._items:
+            self.violation(
+                f"output item {output_index} added twice",
+                out,
+                event="response.output_item.added",
+                raw=frame,
+            )
+            return
+        state = _Item(item_type)
+        self._items[output_index] = state
+        item_id = item.get("id")
+        if item_type == "message":
+            return  # its blocks are its content parts
+        if item_type == "function_call" or item_type == "custom_tool_call":
+            extra: dict[str, Any] = {"item_id": item_id}
+            if item_type == "custom_tool_call":
+                extra["custom"] = True
+            state.kind = "tool_call"
+            state.block = self._open_block(
+                "tool_call", frame, out, id=item.get("call_id"), name=item.get("name"), extra=extra
+            )
+            initial = item.get("arguments") or item.get("input")
+            if initial and initial.__class__ is str:
+                out.append(BlockDelta(index=state.block, kind="tool_call", text=initial, raw=frame))
+            return
+        if item_type == "reasoning":
+            state.kind = "reasoning"
+            state.block = self._open_block("reasoning", frame, out, extra={"item_id": item_id})
+            encrypted = item.get("encrypted_content")
+            if encrypted:
+                out.append(SignatureDelta(index=state.block, signature=encrypted, raw=frame))
+            return
+        state.kind = "server_tool"
+        state.block = self._open_block(
+            "server_tool", frame, out, id=item_id, name=item_type, data=item
+        )
+
+    def _item_done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        state = self._item(p, "response.output_item.done", frame)
+        if state.done:
+            self.violation(
+                f"output item {p['output_index']} done twice",
+                out,
+                event="response.output_item.done",
+                raw=frame,
+            )
+            return
+        state.done = True
+        item = p.get("item")
+        for block, _kind in state.parts.values():
+            self._close(block, frame, out)
+        if state.block >= 0:
+            if state.kind == "reasoning" and item.__class__ is dict:
+                encrypted = item.get("encrypted_content")
+                if encrypted:
+                    out.append(SignatureDelta(index=state.block, signature=encrypted, raw=frame))
+            self._close(state.block, frame, out, data=item)
+
+    def _part_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        state = self._item(p, "response.content_part.added", frame)
+        if state.item_type != "message":
+            return  # a reasoning item's parts feed its one block
+        part = p.get("part") or {}
+        kind = PART_KINDS.get(part.get("type"), "other")
+        content_index = p["content_index"]
+        block = self._open_block(kind, frame, out, extra={"item_id": p.get("item_id")})
+        state.parts[content_index] = (block, kind)
+        initial = part.get("text") or part.get("refusal")
+        if initial and initial.__class__ is str:
+            out.append(BlockDelta(index=block, kind=kind, text=initial, raw=frame))
+
+    def _part_done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        state = self._item(p, "response.content_part.done", frame)
+        part = state.parts.get(p["content_index"])
+        if part is not None:
+            self._close(part[0], frame, out)
+
+    def _summary_part_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        state = self._item(p, "response.reasoning_summary_part.added", frame)
+        if state.summaries and state.block in self._open:
+            # Summary parts are separate paragraphs of one reasoning block.
+            out.append(BlockDelta(index=state.block, kind="reasoning", text="\n\n", raw=frame))
+        state.summaries += 1
+
+    def _delta(
+        self, p: dict[str, Any], target: str, event: str, frame: Any, out: list[Event]
+    ) -> None:
+        state = self._items.get(p["output_index"])
+        if state is None:
+            raise self.protocol_error(
+                f"delta for output item {p['output_index']!r}, which was never added",
+                event=event,
+                raw=frame,
+            )
+        if target == "part" and state.item_type == "message":
+            content_index = p.get("content_index", 0)
+            part = state.parts.get(content_index)
+            if part is None:
+                if state.done:
+                    block = -1
+                else:
+                    self.violation(
+                        f"delta for content part {content_index} before content_part.added",
+                        out,
+                        event=event,
+                        raw=frame,
+                    )
+                    kind: BlockKind = "refusal" if event == "response.refusal.delta" else "text"
+                    part = (self._open_block(kind, frame, out), kind)
+                    state.parts[content_index] = part
+                    block = part[0]
+            else:
+                block = part[0]
+        else:
+            block = state.block
+        kind_now = self._open.get(block)
+        if kind_now is None:
+            self.violation(f"delta for block {block} after its end", out, event=event, raw=frame)
+            return
+        text = p["delta"]
+        if text.__class__ is not str:
+            raise self.protocol_error(
+                f"delta is {type(text).__name__}, not text", event=event, raw=frame
+            )
+        if not text:
+            return
+        logprobs = p.get("logprobs")
+        out.append(
+            BlockDelta(index=block, kind=kind_now, text=text, raw=frame, logprobs=logprobs or None)
+        )
+
+    def _annotation(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        state = self._item(p, "response.output_text.annotation.added", frame)
+        part = state.parts.get(p.get("content_index", 0))
+        annotation = p["annotation"]
+        start = annotation.get("start_index")
+        if start is None:
+            start = annotation.get("index")  # file citations mark one position
+        citation = Citation(
+            start=start,
+            end=annotation.get("end_index"),
+            text=None,
+            sources=[annotation],
+            block=part[0] if part is not None else None,
+            raw=annotation,
+        )
+        out.append(CitationAdded(citation=citation, raw=frame))

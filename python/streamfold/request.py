@@ -1,0 +1,305 @@
+"""``Message.to_request(provider)``: the assistant turn in the shape the provider's next request
+expects, so a tool loop can append it, add the tool results, and call again.
+
+One builder per provider, each following that provider's documented request shape (cited at
+each builder). What is not part of a provider's request shape is left out (Chat Completions
+takes no reasoning back; Cohere v1 no citations). A tool call whose arguments are not one
+complete valid value cannot be sent back as it is: that raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .message import Block, Message, ToolCall
+
+__all__ = ["REQUEST_PROVIDERS", "to_request"]
+
+
+def to_request(message: Message, provider: str) -> Any:
+    """The assistant message for ``provider``'s next request (see the module docstring)."""
+    try:
+        build = _BUILDERS[provider]
+    except KeyError:
+        names = ", ".join(sorted(_BUILDERS))
+        raise ValueError(
+            f"no request shape for provider {provider!r}; pass one of: {names}"
+        ) from None
+    return build(message)
+
+
+def _arguments(call: ToolCall) -> Any:
+    if call.arguments is None:
+        raise ValueError(
+            f"tool call {call.id or call.index} ({call.name}) has no valid arguments "
+            f"({call.error or 'not complete'}); it cannot be sent back as it is"
+        )
+    return call.arguments
+
+
+def _arguments_text(call: ToolCall) -> str:
+    """The arguments as JSON text: as streamed, or serialized when nothing was streamed."""
+    arguments = _arguments(call)
+    if call.arguments_json.strip():
+        return call.arguments_json
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _function_calls(message: Message) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": _arguments_text(call)},
+        }
+        for call in message.tool_calls
+    ]
+
+
+def _openai(message: Message) -> dict[str, Any]:
+    # Chat Completions assistant message: content (string or null when tool_calls are given),
+    # refusal, tool_calls[{id, type: "function", function: {name, arguments: JSON text}}].
+    # https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages
+    out: dict[str, Any] = {"role": "assistant"}
+    calls = _function_calls(message)
+    out["content"] = message.text or (None if calls or message.refusal else "")
+    if message.refusal:
+        out["refusal"] = message.refusal
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _mistral(message: Message) -> dict[str, Any]:
+    # Mistral AssistantMessage: {role, content, tool_calls[{id, type, function{name,
+    # arguments}}], prefix}; content may be "" beside tool_calls.
+    # https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
+    out: dict[str, Any] = {"role": "assistant", "content": message.text}
+    calls = _function_calls(message)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _cohere_v2(message: Message) -> dict[str, Any]:
+    # Cohere v2 AssistantMessage: {role: "assistant", tool_calls, tool_plan, content,
+    # citations}; the tool-use guide appends {role, tool_plan, tool_calls} after a tool turn.
+    # https://docs.cohere.com/reference/chat (messages: AssistantMessage)
+    # https://docs.cohere.com/docs/tool-use-overview
+    out: dict[str, Any] = {"role": "assistant"}
+    calls = _function_calls(message)
+    if calls:
+        if message.tool_plan:
+            out["tool_plan"] = message.tool_plan
+        out["tool_calls"] = calls
+    if message.reasoning:
+        # Reasoning models take their thinking back as content items beside the text.
+        content: list[dict[str, Any]] = []
+        for block in message.blocks:
+            if block.kind == "reasoning" and block.text:
+                content.append({"type": "thinking", "thinking": block.text})
+            elif block.kind == "text" and block.text:
+                content.append({"type": "text", "text": block.text})
+        out["content"] = content
+    elif message.text or not calls:
+        out["content"] = message.text
+    return out
+
+
+def _cohere_v1(message: Message) -> dict[str, Any]:
+    # Cohere v1 chat_history entry: {role: "CHATBOT", message, tool_calls[{name, parameters}]};
+    # the tool outputs then go in the request's tool_results [{call, outputs}].
+    # https://docs.cohere.com/v1/reference/chat (chat_history: ChatMessage / ToolCall)
+    out: dict[str, Any] = {"role": "CHATBOT", "message": message.text or message.tool_plan}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"name": call.name, "parameters": _arguments(call)} for call in message.tool_calls
+        ]
+    return out
+
+
+def _redacted_data(block: Block) -> Any:
+    data = block.data
+    if isinstance(data, dict):
+        return data.get("data")
+    return data
+
+
+def _is_redacted(block: Block) -> bool:
+    return block.kind == "reasoning" and block.data is not None and not block.text
+
+
+def _raw_block(block: Block) -> dict[str, Any] | None:
+    """A block kept as its provider payload (server tools, unknown kinds): sent back as is."""
+    data = block.data
+    if isinstance(data, dict) and isinstance(data.get("type"), str):
+        return data
+    return None
+
+
+def _anthropic(message: Message) -> dict[str, Any]:
+    # Messages API assistant turn: content blocks in order; thinking blocks keep their
+    # signature, redacted_thinking its data, tool_use {id, name, input}; empty text blocks
+    # are rejected, so none is sent.
+    # https://docs.anthropic.com/en/api/messages (content block params)
+    # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks
+    content: list[dict[str, Any]] = []
+    for block in message.blocks:
+        kind = block.kind
+        call = block.tool_call
+        if kind == "text":
+            if block.text:
+                content.append({"type": "text", "text": block.text})
+        elif kind == "reasoning":
+            if _is_redacted(block):
+                content.append({"type": "redacted_thinking", "data": _redacted_data(block)})
+            else:
+                thinking: dict[str, Any] = {"type": "thinking", "thinking": block.text}
+                if block.signature is not None:
+                    thinking["signature"] = block.signature
+                content.append(thinking)
+        elif kind == "tool_call" and call is not None:
+            content.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
+            )
+        elif kind == "server_tool" and call is not None:
+            content.append(
+                {
+                    "type": "server_tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": _arguments(call),
+                }
+            )
+        else:
+            raw = _raw_block(block)
+            if raw is not None:
+                content.append(raw)
+    return {"role": "assistant", "content": content}
+
+
+def _item_id(block: Block) -> str | None:
+    extra = block.extra
+    for key in ("item_id", "id"):
+        value = extra.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _openai_responses(message: Message) -> list[dict[str, Any]]:
+    # Responses API input items, as the output items were: reasoning {type, id, summary[
+    # {type: "summary_text", text}], encrypted_content}, message {type, id, role, status,
+    # content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]},
+    # function_call {type, call_id, name, arguments: JSON text, id}.
+    # https://platform.openai.com/docs/api-reference/responses/create#responses-create-input
+    # https://platform.openai.com/docs/guides/function-calling (append output, then outputs)
+    items: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None  # the item consecutive blocks extend
+
+    for block in message.blocks:
+        kind = block.kind
+        item_id = _item_id(block)
+        if kind == "reasoning":
+            final = block.data
+            if isinstance(final, dict) and final.get("type") == "reasoning":
+                # The item as output_item.done gave it: summary parts, encrypted content.
+                current = final
+                items.append(final)
+                continue
+            if item_id is None:
+                continue  # a reasoning item without its id cannot be referenced
+            current = {"type": "reasoning", "id": item_id, "summary": []}
+            if block.text:
+                current["summary"].append({"type": "summary_text", "text": block.text})
+            if block.signature is not None:
+                current["encrypted_content"] = block.signature
+            items.append(current)
+        elif kind in ("text", "refusal"):
+            part: dict[str, Any] = (
+                {"type": "output_text", "text": block.text, "annotations": []}
+                if kind == "text"
+                else {"type": "refusal", "refusal": block.text}
+            )
+            if current is None or current["type"] != "message" or current.get("id") != item_id:
+                current = {"type": "message", "role": "assistant", "content": []}
+                if item_id is not None:
+                    current["id"] = item_id
+                    current["status"] = "completed"
+                items.append(current)
+            current["content"].append(part)
+        elif kind == "tool_call" and block.tool_call is not None:
+            call = block.tool_call
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": _arguments_text(call),
+            }
+            if item_id is not None and item_id != call.id:
+                item["id"] = item_id
+            items.append(item)
+            current = item
+        else:
+            raw = _raw_block(block)
+            if raw is not None:
+                items.append(raw)
+                current = raw
+    return items
+
+
+def _gemini(message: Message) -> dict[str, Any]:
+    # Gemini Content {role: "model", parts}: text parts, thought parts {text, thought: true},
+    # functionCall parts {functionCall: {name, args, id?}}; every thoughtSignature goes back on
+    # the part it came with.
+    # https://ai.google.dev/api/caching#Content  https://ai.google.dev/api/caching#Part
+    # https://ai.google.dev/gemini-api/docs/thought-signatures
+    parts: list[dict[str, Any]] = []
+    for block in message.blocks:
+        kind = block.kind
+        part: dict[str, Any]
+        signature = block.signature
+        if kind in ("text", "reasoning"):
+            if not block.text and signature is None:
+                continue
+            part = {"text": block.text}
+            if kind == "reasoning":
+                part["thought"] = True
+        elif kind == "tool_call" and block.tool_call is not None:
+            call = block.tool_call
+            function_call: dict[str, Any] = {"name": call.name, "args": _arguments(call)}
+            if call.id is not None:
+                function_call["id"] = call.id
+            part = {"functionCall": function_call}
+            signature = signature or call.extra.get("thoughtSignature")
+        else:
+            continue
+        if signature is not None:
+            part["thoughtSignature"] = signature
+        parts.append(part)
+    return {"role": "model", "parts": parts}
+
+
+def _plain(message: Message) -> dict[str, Any]:
+    # Onecortex and Clouisle run the agent server-side and take a prompt, not a transcript;
+    # for a caller that keeps its own history the turn is a plain {role, content}.
+    return {"role": "assistant", "content": message.text}
+
+
+_BUILDERS: dict[str, Callable[[Message], Any]] = {
+    "openai": _openai,
+    "openai-chat": _openai,
+    "mistral": _mistral,
+    "cohere-v2": _cohere_v2,
+    "cohere-v1": _cohere_v1,
+    "anthropic": _anthropic,
+    "openai-responses": _openai_responses,
+    "gemini": _gemini,
+    "onecortex": _plain,
+    "clouisle": _plain,
+}
+
+#: Every provider name ``to_request`` accepts.
+REQUEST_PROVIDERS: tuple[str, ...] = tuple(_BUILDERS)

@@ -1,0 +1,750 @@
+"""Resumable streams: reconnect a dropped stream without duplicating or losing an event.
+
+::
+
+    def connect(cursor: sf.Cursor):
+        return client.send(
+            client.build_request("GET", run_url, params=cursor.params, headers=cursor.headers),
+            stream=True,
+        )
+
+    message = sf.fold_resumable(connect, provider="clouisle", max_reconnects=5)
+
+``connect(cursor)`` is called for every connection, the first included (``cursor.attempt`` is
+0 then). It returns the bytes of one connection: an iterable of bytes, an HTTP response
+(httpx, aiohttp; checked as in :mod:`streamfold.http`), or a context manager giving either
+(``client.stream(...)``). The async forms also take an awaitable or an async context manager
+(``session.get(...)``).
+
+The rules:
+
+* A connection that ends or fails before the provider's terminal event is reconnected only when
+  the stream can resume: it sent an SSE ``id`` or a provider sequence (Clouisle ``sequence``,
+  OpenAI Responses ``sequence_number``). A stream that cannot resume is never requested again
+  (that would make the model write a second answer): ``IncompleteStreamError``.
+* Events replayed by the server that were already processed (sequence, or SSE id, at or below
+  the cursor) are dropped; a frame cut in half by the drop is discarded (each connection gets
+  a new decoder, while the provider, which holds the open blocks, carries on).
+* Waits honour the stream's ``retry:`` field (else ``initial_delay``), double with every
+  reconnection that made no progress, are capped at ``max_delay``, and get up to 25 % jitter.
+  A connection that delivered a new event resets the budget: ``max_reconnects`` counts
+  reconnections in a row without progress, then ``IncompleteStreamError``.
+* After the terminal event there is never a reconnection (a connection failing after it ends
+  the stream normally).
+* ``idle_timeout``: a connection that delivers no byte for that many seconds (comments and
+  pings count as life) is a dropped connection. For an httpx response it becomes the
+  response's read timeout; for any other sync iterable the reads move to a helper thread; the
+  async forms use the running library's own timeout (asyncio or trio).
+* An HTTP error on a reconnection: 408, 425, 429 and 5xx count as a failed attempt (waiting at
+  least ``Retry-After``); any other status ends the stream with ``IncompleteStreamError``
+  caused by the ``StreamError``. The first connection's errors are raised as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import random
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+)
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ._core import ServerSentEvent, SSEDecoder
+from ._transport import ConnectionLostError, is_transport_error
+from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
+from .folder import Folder
+from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
+from .providers import Provider, get_provider
+from .source import async_byte_chunks, sync_byte_chunks
+
+if TYPE_CHECKING:
+    from .events import Event
+    from .message import Message
+
+__all__ = [
+    "Cursor",
+    "IdleTimeoutError",
+    "aevents_resumable",
+    "afold_resumable",
+    "events_resumable",
+    "fold_resumable",
+]
+
+#: The resume parameter each provider's servers take, and the payload key it counts.
+_SEQUENCE_PARAMS: dict[str, tuple[str, str]] = {
+    "clouisle": ("after_sequence", "sequence"),
+    "openai-responses": ("starting_after", "sequence_number"),
+}
+#: HTTP statuses worth another attempt when reconnecting.
+_RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Opaque (non-numeric) SSE ids remembered to recognise replays.
+_OPAQUE_IDS_KEPT = 1024
+_JITTER = 0.25
+
+
+class IdleTimeoutError(TimeoutError):
+    """No byte arrived for ``idle_timeout`` seconds: the connection is treated as dropped."""
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a stream stands; ``connect(cursor)`` uses it to ask for the rest.
+
+    ``headers`` and ``params`` are ready to send: ``Last-Event-ID`` once the stream sent an SSE
+    id, ``after_sequence`` (Clouisle) or ``starting_after`` (OpenAI Responses) once it sent a
+    sequence number. Both are empty on the first connection. (httpx 0.28 and later replace the
+    URL's query string with ``params=``: pass every query parameter in ``params``.)
+    """
+
+    #: 0 for the first connection, then 1, 2, …
+    attempt: int = 0
+    #: The last SSE ``id`` the stream sent ("" when none).
+    last_event_id: str = ""
+    #: The provider's sequence number of the last event processed, when it has one.
+    sequence: int | None = None
+    #: The provider the stream is parsed as.
+    provider: str = "auto"
+    headers: dict[str, str] = field(default_factory=dict)
+    params: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def can_resume(self) -> bool:
+        """The stream told us where it stands: a reconnection can ask for the rest only."""
+        return bool(self.last_event_id) or self.sequence is not None
+
+
+def _make_cursor(attempt: int, last_event_id: str, sequence: int | None, provider: str) -> Cursor:
+    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    params: dict[str, int] = {}
+    if sequence is not None and provider in _SEQUENCE_PARAMS:
+        params[_SEQUENCE_PARAMS[provider][0]] = sequence
+    return Cursor(attempt, last_event_id, sequence, provider, headers, params)
+
+
+def _split_id(value: str) -> tuple[str, int] | None:
+    """``"evt_12"`` -> ``("evt_", 12)``: ids ending in a number are ordered by it."""
+    end = len(value)
+    start = end
+    while start > 0 and value[start - 1].isdigit():
+        start -= 1
+    if start == end or end - start > 30:
+        return None
+    return value[:start], int(value[start:])
+
+
+def _provider_name(provider: Provider) -> str:
+    """The concrete provider's name (``auto`` reports the one it detected, once it has)."""
+    for attr in ("detected", "delegate", "inner", "chosen"):
+        inner = getattr(provider, attr, None)
+        if isinstance(inner, Provider) and inner.name:
+            return inner.name
+        if isinstance(inner, str) and inner:
+            return inner
+    return provider.name or "auto"
+
+
+@dataclass
+class _Ending:
+    """What to do after a connection ended: yield ``events``, then raise or wait and retry."""
+
+    events: list[Event]
+    error: BaseException | None = None
+    delay: float | None = None
+
+
+class _Resumer:
+    """The state of a resumable stream across connections. I/O-free, shared by both façades."""
+
+    def __init__(
+        self,
+        provider: str | Provider,
+        *,
+        strict: bool,
+        max_event_bytes: int,
+        max_reconnects: int,
+        initial_delay: float,
+        max_delay: float,
+    ) -> None:
+        if max_reconnects < 0:
+            raise ValueError("max_reconnects must be >= 0")
+        self.provider = (
+            get_provider(provider, strict=strict) if isinstance(provider, str) else provider
+        )
+        self.strict = strict
+        self.max_event_bytes = max_event_bytes
+        self.max_reconnects = max_reconnects
+        self.initial_delay = initial_delay
+        self.max_delay = max_delay
+        self.attempt = 0
+        #: Reconnections in a row that brought no new event.
+        self.failures = 0
+        self.last_event_id = ""
+        #: How many processed frames carried ``last_event_id`` (ids may cover several frames).
+        self.id_frames = 0
+        self.opaque_ids: deque[str] = deque(maxlen=_OPAQUE_IDS_KEPT)
+        self.retry_ms: int | None = None
+        self.bytes_seen = 0
+        self.pipeline: Pipeline | None = None
+        # Per connection: the replay check and whether a new frame arrived.
+        self.progress = False
+        self.replaying = False
+        self.replay_sequence: int | None = None
+        self.replay_id = ""
+        self.replay_id_frames = 0
+        self.replay_same_id_dropped = 0
+        self.replay_opaque: frozenset[str] = frozenset()
+        self.sequence_key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return _provider_name(self.provider)
+
+    def cursor(self) -> Cursor:
+        return _make_cursor(self.attempt, self.last_event_id, self.provider.sequence, self.name)
+
+    # -- one connection --------------------------------------------------------------------
+
+    def start(self) -> Pipeline:
+        """A fresh pipeline (new decoder) over the surviving provider."""
+        self.progress = False
+        self.replaying = self.attempt > 0
+        self.replay_sequence = self.provider.sequence
+        self.replay_id = self.last_event_id
+        self.replay_id_frames = self.id_frames
+        self.replay_same_id_dropped = 0
+        self.replay_opaque = frozenset(self.opaque_ids)
+        params = _SEQUENCE_PARAMS.get(self.name)
+        self.sequence_key = params[1] if params is not None else None
+        self.pipeline = Pipeline(
+            self.provider,
+            strict=self.strict,
+            max_event_bytes=self.max_event_bytes,
+            frame_filter=self._keep,
+        )
+        return self.pipeline
+
+    def _frame_sequence(self, frame: Any) -> int | None:
+        key = self.sequence_key
+        if key is None:
+            return None
+        payload: Any = frame
+        if isinstance(frame, ServerSentEvent):
+            if not frame.data.startswith("{"):
+                return None
+            try:
+                payload = frame.json()
+            except ValueError:
+                return None  # the provider reports it
+        value = payload.get(key) if isinstance(payload, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _is_replay(self, frame: Any, frame_id: str) -> bool | None:
+        """True: already processed; False: new; None: cannot tell."""
+        if self.replay_sequence is not None:
+            sequence = self._frame_sequence(frame)
+            if sequence is not None:
+                return sequence <= self.replay_sequence
+        if not frame_id or not self.replay_id:
+            return None
+        if frame_id == self.replay_id:
+            if self.replay_same_id_dropped < self.replay_id_frames:
+                self.replay_same_id_dropped += 1
+                return True
+            return False
+        mine, theirs = _split_id(self.replay_id), _split_id(frame_id)
+        if mine is not None and theirs is not None and mine[0] == theirs[0]:
+            return theirs[1] < mine[1]
+        return frame_id in self.replay_opaque
+
+    def _keep(self, frame: Any) -> bool:
+        frame_id = frame.id if isinstance(frame, ServerSentEvent) else ""
+        if self.replaying:
+            replay = self._is_replay(frame, frame_id)
+            if replay:
+                return False
+            if replay is False:
+                self.replaying = False
+        if frame_id:
+            if frame_id == self.last_event_id:
+                self.id_frames += 1
+            else:
+                self.last_event_id = frame_id
+                self.id_frames = 1
+                if _split_id(frame_id) is None:
+                    self.opaque_ids.append(frame_id)
+        self.progress = True
+        return True
+
+    def _after_chunks(self, pipeline: Pipeline) -> None:
+        decoder = pipeline.decoder
+        if isinstance(decoder, SSEDecoder):
+            if decoder.retry is not None:
+                self.retry_ms = decoder.retry
+            # An ``id:`` line with no data still moves the stream's last event id (WHATWG).
+            last = decoder.last_event_id
+            if last and last != self.last_event_id and not self.replaying:
+                self.last_event_id = last
+                self.id_frames = 0
+                if _split_id(last) is None:
+                    self.opaque_ids.append(last)
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        assert self.pipeline is not None
+        self.bytes_seen += len(chunk)
+        events = self.pipeline.feed(chunk)
+        if self.pipeline.pending is None:
+            self._after_chunks(self.pipeline)
+        return events
+
+    def end(self, error: BaseException | None, *, connected: bool) -> _Ending:
+        """The connection ended (``error`` is None for a clean end of the body)."""
+        pipeline, self.pipeline = self.pipeline, None
+        events: list[Event] = []
+        if error is not None and not self._retryable(error, connected=connected):
+            if isinstance(error, StreamError) and error.status is not None and self.attempt > 0:
+                return _Ending(events, self._give_up(f"the reconnection failed: {error}", error))
+            return _Ending(events, error)
+        if pipeline is not None and error is None:
+            # A clean end: a last JSON line without its newline is still a whole frame.
+            flushed = pipeline.close(finish=False)
+            pending = pipeline.pending
+            if pending is None:
+                events.extend(flushed)
+                self._after_chunks(pipeline)
+            elif not isinstance(pending, ProtocolError) or self.provider.terminal_seen:
+                events.extend(flushed)
+                return _Ending(events, pending)
+            # else: the last frame was cut in half by the drop; it is discarded.
+        if self.provider.terminal_seen:
+            return self._finish(events)
+        if pipeline is not None and self.progress:
+            self.failures = 0
+        cursor = self.cursor()
+        if not cursor.can_resume:
+            why = (
+                "the connection failed" if error is not None else "the connection ended"
+            ) + " before the terminal event and the stream cannot be resumed (it sent no SSE id"
+            why += " and no sequence number); it was not requested again"
+            return self._finish(events, self._give_up(why, error))
+        if self.failures >= self.max_reconnects:
+            why = f"gave up after {self.failures} reconnections without a new event"
+            if self.max_reconnects == 0:
+                why = "max_reconnects=0"
+            return self._finish(events, self._give_up(why, error))
+        self.failures += 1
+        self.attempt += 1
+        return _Ending(events, delay=self._delay(error))
+
+    def _retryable(self, error: BaseException, *, connected: bool) -> bool:
+        if isinstance(error, StreamError):
+            return error.status in _RETRY_STATUSES and self.attempt > 0
+        if not is_transport_error(error):
+            return False
+        # The first request failing before any byte is the caller's to retry.
+        return connected or self.attempt > 0
+
+    def _delay(self, error: BaseException | None) -> float:
+        base = self.retry_ms / 1000 if self.retry_ms is not None else self.initial_delay
+        delay = min(self.max_delay, base * 2 ** (self.failures - 1))
+        delay = min(self.max_delay, delay * (1 + _JITTER * random.random()))
+        retry_after = getattr(error, "retry_after", None)
+        if isinstance(retry_after, (int, float)):
+            delay = max(delay, min(self.max_delay, float(retry_after)))
+        return float(delay)
+
+    def _finish(self, events: list[Event], error: BaseException | None = None) -> _Ending:
+        """Let the provider close what it holds; ``error`` (if any) wins over its complaints."""
+        out: list[Event] = []
+        try:
+            self.provider.finish(out)
+        except StreamfoldError as exc:
+            if error is None:
+                error = exc
+        events.extend(out)
+        return _Ending(events, error)
+
+    def _give_up(self, why: str, cause: BaseException | None) -> IncompleteStreamError:
+        name = self.name
+        exc = IncompleteStreamError(
+            f"{name}: the stream is incomplete after {self.bytes_seen} bytes and "
+            f"{self.attempt + 1} connection(s): {why}",
+            provider=name,
+            position=self.bytes_seen,
+        )
+        if isinstance(cause, ConnectionLostError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        exc.__cause__ = cause
+        return exc
+
+
+# -- sync ----------------------------------------------------------------------------------
+
+
+def _enter_sync(source: Any, stack: contextlib.ExitStack) -> Any:
+    from .source import _looks_like_response
+
+    if (
+        not _looks_like_response(source)
+        and not isinstance(source, Iterable)
+        and hasattr(source, "__enter__")
+    ):
+        return stack.enter_context(source)
+    return source
+
+
+def _apply_httpx_idle_timeout(source: Any, idle_timeout: float) -> bool:
+    """Make ``idle_timeout`` the read timeout of an httpx response not yet read (httpcore
+    takes it from the request's ``timeout`` extension when the body is first read)."""
+    httpx = sys.modules.get("httpx")
+    if httpx is None or not isinstance(source, httpx.Response) or source.is_stream_consumed:
+        return False
+    timeouts = source.request.extensions.get("timeout")
+    if not isinstance(timeouts, dict):
+        return False
+    read = timeouts.get("read")
+    timeouts["read"] = idle_timeout if read is None else min(read, idle_timeout)
+    return True
+
+
+class _ThreadedReader:
+    """Reads a byte source in a helper thread so a silent connection can be given up.
+
+    The thread owns the source from open to close; a given-up read finishes (and its source is
+    closed) in the background when the blocked read returns.
+    """
+
+    _DONE = object()
+
+    def __init__(self, source: Any, provider: str, idle_timeout: float) -> None:
+        self._source = source
+        self._provider = provider
+        self._idle_timeout = idle_timeout
+        self._queue: queue.Queue[tuple[object, Any]] = queue.Queue(maxsize=16)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="streamfold-reader", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: tuple[object, Any]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _run(self) -> None:
+        try:
+            with sync_byte_chunks(self._source, self._provider) as chunks:
+                for chunk in chunks:
+                    if not self._put((None, chunk)):
+                        return
+            self._put((self._DONE, None))
+        except BaseException as exc:  # handed to the reading thread, never lost
+            self._put((exc, None))
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            try:
+                kind, chunk = self._queue.get(timeout=self._idle_timeout)
+            except queue.Empty:
+                raise IdleTimeoutError(
+                    f"no bytes for {self._idle_timeout} s (idle_timeout)"
+                ) from None
+            if kind is None:
+                yield chunk
+            elif kind is self._DONE:
+                return
+            else:
+                assert isinstance(kind, BaseException)
+                raise kind
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def events_resumable(
+    connect: Callable[[Cursor], Any],
+    provider: str = "auto",
+    *,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+    initial_delay: float = 0.5,
+    max_delay: float = 30.0,
+    on_reconnect: Callable[[Cursor, float, BaseException | None], None] | None = None,
+) -> Generator[Event]:
+    """The events of a stream that survives dropped connections (see the module docs).
+
+    ``on_reconnect(cursor, delay, error)`` is called before each wait, with the cursor the
+    next ``connect`` will get and the error that ended the connection (None for a clean end).
+    Raises ``IncompleteStreamError`` when the stream cannot be completed; ``fold_resumable``
+    fills its ``.partial``.
+    """
+    core = _Resumer(
+        provider,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        max_reconnects=max_reconnects,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+    )
+    while True:
+        error: BaseException | None = None
+        connected = False
+        try:
+            with contextlib.ExitStack() as stack:
+                source = _enter_sync(connect(core.cursor()), stack)
+                chunks: Iterable[bytes]
+                if idle_timeout is not None and not _apply_httpx_idle_timeout(source, idle_timeout):
+                    reader = _ThreadedReader(source, core.name, idle_timeout)
+                    stack.callback(reader.close)
+                    chunks = reader
+                else:
+                    chunks = stack.enter_context(sync_byte_chunks(source, core.name))
+                pipeline = core.start()
+                connected = True
+                for chunk in chunks:
+                    events = core.feed(chunk)
+                    yield from events
+                    pipeline.raise_pending()
+        except Exception as exc:
+            error = exc
+            if _is_read_timeout(exc, idle_timeout):
+                error = IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)")
+                error.__cause__ = exc
+        ending = core.end(error, connected=connected)
+        yield from ending.events
+        if ending.error is not None:
+            raise ending.error
+        if ending.delay is None:
+            return
+        if on_reconnect is not None:
+            on_reconnect(core.cursor(), ending.delay, error)
+        time.sleep(ending.delay)
+
+
+def _is_read_timeout(exc: BaseException, idle_timeout: float | None) -> bool:
+    httpx = sys.modules.get("httpx")
+    if idle_timeout is None or httpx is None:
+        return False
+    if isinstance(exc, ConnectionLostError):
+        exc = exc.__cause__ or exc
+    return isinstance(exc, httpx.ReadTimeout)
+
+
+def fold_resumable(
+    connect: Callable[[Cursor], Any],
+    provider: str = "auto",
+    *,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+    initial_delay: float = 0.5,
+    max_delay: float = 30.0,
+    on_reconnect: Callable[[Cursor, float, BaseException | None], None] | None = None,
+) -> Message:
+    """The folded message of a resumable stream (options as :func:`events_resumable`).
+
+    Errors carry ``.partial``, the message folded so far: ``IncompleteStreamError`` when the
+    stream could not be completed, ``StreamError`` for a provider error.
+    """
+    folder = Folder(provider, strict=strict)
+    events = events_resumable(
+        connect,
+        provider,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        max_reconnects=max_reconnects,
+        idle_timeout=idle_timeout,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+        on_reconnect=on_reconnect,
+    )
+    try:
+        for event in events:
+            folder.add(event)
+    except StreamfoldError as exc:
+        folder.annotate_error(exc)
+        raise
+    finally:
+        events.close()
+    return folder.result()
+
+
+# -- async (asyncio and trio) --------------------------------------------------------------
+
+
+def _async_library() -> str:
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return "trio"
+    return "asyncio"
+
+
+async def _sleep(seconds: float) -> None:
+    if _async_library() == "trio":
+        import trio
+
+        await trio.sleep(seconds)
+    else:
+        import asyncio
+
+        await asyncio.sleep(seconds)
+
+
+async def _next_chunk(chunks: AsyncIterator[bytes], idle_timeout: float | None) -> bytes:
+    """The next chunk, or ``IdleTimeoutError`` after ``idle_timeout`` s of silence."""
+    if idle_timeout is None:
+        return await chunks.__anext__()
+    if _async_library() == "trio":
+        import trio
+
+        with trio.move_on_after(idle_timeout):
+            return await chunks.__anext__()
+        raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)")
+    import asyncio
+
+    if sys.version_info >= (3, 11):
+        timeout = asyncio.timeout(idle_timeout)
+        try:
+            async with timeout:
+                return await chunks.__anext__()
+        except TimeoutError:
+            if timeout.expired():
+                raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)") from None
+            raise
+    try:
+        return await asyncio.wait_for(chunks.__anext__(), idle_timeout)
+    except asyncio.TimeoutError:
+        raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)") from None
+
+
+async def _enter_async(source: Any, stack: contextlib.AsyncExitStack) -> Any:
+    if _is_response(source):
+        return source
+    if hasattr(source, "__aenter__"):
+        return await stack.enter_async_context(source)
+    if isinstance(source, Awaitable) and not isinstance(source, AsyncIterable):
+        return await source
+    return source
+
+
+def _is_response(source: Any) -> bool:
+    for module_name, class_name in (("httpx", "Response"), ("aiohttp", "ClientResponse")):
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(source, getattr(module, class_name)):
+            return True
+    return False
+
+
+async def aevents_resumable(
+    connect: Callable[[Cursor], Any],
+    provider: str = "auto",
+    *,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+    initial_delay: float = 0.5,
+    max_delay: float = 30.0,
+    on_reconnect: Callable[[Cursor, float, BaseException | None], Any] | None = None,
+) -> AsyncGenerator[Event]:
+    """Async twin of :func:`events_resumable` (asyncio and trio). ``connect`` may return an
+    async iterable of bytes, a response, an awaitable of either, or an async context manager;
+    ``on_reconnect`` may be a coroutine function."""
+    core = _Resumer(
+        provider,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        max_reconnects=max_reconnects,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+    )
+    while True:
+        error: BaseException | None = None
+        connected = False
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                source = await _enter_async(connect(core.cursor()), stack)
+                chunks = await stack.enter_async_context(async_byte_chunks(source, core.name))
+                pipeline = core.start()
+                connected = True
+                while True:
+                    try:
+                        chunk = await _next_chunk(chunks, idle_timeout)
+                    except StopAsyncIteration:
+                        break
+                    for event in core.feed(chunk):
+                        yield event
+                    pipeline.raise_pending()
+        except Exception as exc:
+            error = exc
+        ending = core.end(error, connected=connected)
+        for event in ending.events:
+            yield event
+        if ending.error is not None:
+            raise ending.error
+        if ending.delay is None:
+            return
+        if on_reconnect is not None:
+            result = on_reconnect(core.cursor(), ending.delay, error)
+            if isinstance(result, Awaitable):
+                await result
+        await _sleep(ending.delay)
+
+
+async def afold_resumable(
+    connect: Callable[[Cursor], Any],
+    provider: str = "auto",
+    *,
+    strict: bool = False,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+    initial_delay: float = 0.5,
+    max_delay: float = 30.0,
+    on_reconnect: Callable[[Cursor, float, BaseException | None], Any] | None = None,
+) -> Message:
+    """Async twin of :func:`fold_resumable`."""
+    folder = Folder(provider, strict=strict)
+    events = aevents_resumable(
+        connect,
+        provider,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        max_reconnects=max_reconnects,
+        idle_timeout=idle_timeout,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+        on_reconnect=on_reconnect,
+    )
+    try:
+        async for event in events:
+            folder.add(event)
+    except StreamfoldError as exc:
+        folder.annotate_error(exc)
+        raise
+    finally:
+        await events.aclose()
+    return folder.result()

@@ -1,0 +1,610 @@
+//! The scanner against a slow, obviously correct recursive-descent reference, and property
+//! tests: any split of any text gives the one-shot verdict, error offset and events.
+
+use proptest::prelude::*;
+
+use super::record::{Event, Recorder};
+use super::*;
+
+/// What a text is, according to a parser or the scanner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Complete,
+    Incomplete,
+    Invalid(usize),
+}
+
+fn verdict_of(status: Result<(), JsonError>) -> Verdict {
+    match status {
+        Ok(()) => Verdict::Complete,
+        Err(e) if e.is_invalid() => Verdict::Invalid(e.offset),
+        Err(_) => Verdict::Incomplete,
+    }
+}
+
+// ---- the reference: recursive descent, one text at a time ----
+
+enum Stop {
+    /// Ran out of input where more was needed.
+    End,
+    /// The byte at this offset cannot continue the text.
+    Bad(usize),
+}
+
+struct Reference<'a> {
+    b: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+impl Reference<'_> {
+    fn verdict(text: &str) -> Verdict {
+        let mut r = Reference {
+            b: text.as_bytes(),
+            i: 0,
+            depth: 0,
+        };
+        match r.value() {
+            Ok(()) => {
+                r.ws();
+                if r.i < r.b.len() {
+                    Verdict::Invalid(r.i)
+                } else {
+                    Verdict::Complete
+                }
+            }
+            Err(Stop::End) => Verdict::Incomplete,
+            Err(Stop::Bad(at)) => Verdict::Invalid(at),
+        }
+    }
+
+    fn peek(&self) -> Result<u8, Stop> {
+        self.b.get(self.i).copied().ok_or(Stop::End)
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.b.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    fn expect(&mut self, want: u8) -> Result<(), Stop> {
+        if self.peek()? != want {
+            return Err(Stop::Bad(self.i));
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    fn value(&mut self) -> Result<(), Stop> {
+        self.ws();
+        match self.peek()? {
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b'"' => self.string(),
+            b'-' | b'0'..=b'9' => self.number(),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            b'N' => self.word(b"NaN"),
+            b'I' => self.word(b"Infinity"),
+            _ => Err(Stop::Bad(self.i)),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), Stop> {
+        if self.depth == MAX_DEPTH {
+            return Err(Stop::Bad(self.i));
+        }
+        self.depth += 1;
+        self.i += 1;
+        Ok(())
+    }
+
+    fn object(&mut self) -> Result<(), Stop> {
+        self.enter()?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if self.peek()? != b'"' {
+                return Err(Stop::Bad(self.i));
+            }
+            self.string()?;
+            self.ws();
+            self.expect(b':')?;
+            self.value()?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Bad(self.i)),
+            }
+        }
+    }
+
+    fn array(&mut self) -> Result<(), Stop> {
+        self.enter()?;
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            self.value()?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Bad(self.i)),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<(), Stop> {
+        self.i += 1;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                b'\\' => {
+                    self.i += 1;
+                    match self.peek()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
+                        b'u' => {
+                            self.i += 1;
+                            for _ in 0..4 {
+                                if !self.peek()?.is_ascii_hexdigit() {
+                                    return Err(Stop::Bad(self.i));
+                                }
+                                self.i += 1;
+                            }
+                        }
+                        _ => return Err(Stop::Bad(self.i)),
+                    }
+                }
+                c if c < 0x20 => return Err(Stop::Bad(self.i)),
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    fn digits(&mut self) -> Result<(), Stop> {
+        if !self.peek()?.is_ascii_digit() {
+            return Err(Stop::Bad(self.i));
+        }
+        while matches!(self.b.get(self.i), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        Ok(())
+    }
+
+    /// A number; running out of input after a digit ends it (the caller decides).
+    fn number(&mut self) -> Result<(), Stop> {
+        if self.peek()? == b'-' {
+            self.i += 1;
+            if self.peek()? == b'I' {
+                return self.word(b"Infinity");
+            }
+        }
+        if self.peek()? == b'0' {
+            self.i += 1;
+        } else {
+            self.digits()?;
+        }
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            self.digits()?;
+        }
+        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek()?, b'+' | b'-') {
+                self.i += 1;
+            }
+            self.digits()?;
+        }
+        Ok(())
+    }
+
+    fn word(&mut self, word: &[u8]) -> Result<(), Stop> {
+        for &w in word {
+            self.expect(w)?;
+        }
+        Ok(())
+    }
+}
+
+// ---- helpers ----
+
+/// Feed `text` split at the given byte positions (moved to character boundaries).
+fn feed_split(text: &str, cuts: &[usize]) -> (Verdict, Recorder) {
+    let mut bounds: Vec<usize> = cuts
+        .iter()
+        .map(|&c| {
+            let mut c = c % (text.len() + 1);
+            while !text.is_char_boundary(c) {
+                c -= 1;
+            }
+            c
+        })
+        .collect();
+    bounds.push(0);
+    bounds.push(text.len());
+    bounds.sort_unstable();
+    bounds.dedup();
+    let mut scanner = Scanner::new();
+    let mut rec = Recorder::default();
+    for w in bounds.windows(2) {
+        if scanner.feed(&text[w[0]..w[1]], &mut rec).is_err() {
+            break;
+        }
+    }
+    (verdict_of(scanner.status()), rec)
+}
+
+fn scan(text: &str) -> Verdict {
+    feed_split(text, &[]).0
+}
+
+fn events(text: &str) -> Vec<Event> {
+    let mut scanner = Scanner::new();
+    let mut rec = Recorder::default();
+    scanner.feed(text, &mut rec).unwrap();
+    scanner.finish(&mut rec).unwrap();
+    rec.events
+}
+
+fn error(text: &str) -> JsonError {
+    let mut acc = Accumulator::new();
+    let _ = acc.push(text);
+    acc.status().unwrap_err()
+}
+
+// ---- examples ----
+
+#[test]
+fn complete_values() {
+    for text in [
+        "0",
+        "-0",
+        "12",
+        "1.5",
+        "-1e5",
+        "1E+2",
+        "2e-3",
+        "true",
+        "false",
+        "null",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "\"\"",
+        "\"a\\u00e9\"",
+        "[]",
+        "{}",
+        " [1, {\"a\": [null]}]\n\t\r ",
+        "{\"a\":1,\"a\":2}",
+    ] {
+        assert_eq!(scan(text), Verdict::Complete, "{text:?}");
+        assert_eq!(Reference::verdict(text), Verdict::Complete, "{text:?}");
+    }
+}
+
+#[test]
+fn incomplete_prefixes() {
+    for text in [
+        "",
+        "  ",
+        "[",
+        "{",
+        "{\"a\"",
+        "{\"a\":",
+        "[1,",
+        "\"abc",
+        "\"\\",
+        "\"\\u12",
+        "-",
+        "1.",
+        "1e",
+        "1e+",
+        "tru",
+        "-Inf",
+        "[1",
+        "{\"a\":1",
+        "{\"a\":1,",
+    ] {
+        assert_eq!(scan(text), Verdict::Incomplete, "{text:?}");
+        assert_eq!(Reference::verdict(text), Verdict::Incomplete, "{text:?}");
+    }
+}
+
+#[test]
+fn invalid_at_the_first_bad_byte() {
+    for (text, at) in [
+        ("x", 0),
+        ("[1 2]", 3),
+        ("01", 1),
+        ("[01]", 2),
+        ("{1:2}", 1),
+        ("{\"a\" 1}", 5),
+        ("[1,]", 3),
+        ("{\"a\":1,}", 7),
+        ("{,}", 1),
+        ("[,1]", 1),
+        ("tRue", 1),
+        ("\"\\x\"", 2),
+        ("\"\\u12g4\"", 5),
+        ("\"a\nb\"", 2),
+        ("1 2", 2),
+        ("{} {}", 3),
+        ("-a", 1),
+        ("1.e5", 2),
+        ("1e+x", 3),
+        ("+1", 0),
+        ("nan", 1),
+        ("-infinity", 1),
+        ("[1}", 2),
+        ("{\"a\":1]", 6),
+        ("\u{feff}1", 0),
+        ("é", 0),
+        ("[é]", 1),
+        ("\u{a0}1", 0),
+    ] {
+        assert_eq!(scan(text), Verdict::Invalid(at), "{text:?}");
+        assert_eq!(Reference::verdict(text), Verdict::Invalid(at), "{text:?}");
+    }
+}
+
+#[test]
+fn errors_say_what_was_expected() {
+    let e = error("{\"a\" 1}");
+    assert_eq!(e.kind, ErrorKind::Unexpected { found: '1' });
+    assert_eq!(e.expected, "':'");
+    assert_eq!(
+        e.to_string(),
+        "invalid JSON at byte 5: found '1', expected ':'"
+    );
+    assert_eq!(error("[1 2]").expected, "',' or ']'");
+    assert_eq!(error("[1,").expected, "a value");
+    assert_eq!(error("[").expected, "a value or ']'");
+    assert_eq!(error("{").expected, "a string key or '}'");
+    assert_eq!(error("").expected, "a value");
+    assert_eq!(error("[é]").kind, ErrorKind::Unexpected { found: 'é' });
+    let incomplete = error("{\"a\":");
+    assert_eq!(incomplete.kind, ErrorKind::Incomplete);
+    assert_eq!(incomplete.offset, 5);
+    assert!(!incomplete.is_invalid());
+    assert_eq!(
+        incomplete.to_string(),
+        "incomplete JSON: the text ends after 5 bytes, expected a value"
+    );
+    assert_eq!(error("\"a\u{1}\"").offset, 2);
+}
+
+#[test]
+fn nesting_is_limited() {
+    let deep_ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+    assert_eq!(scan(&deep_ok), Verdict::Complete);
+    let too_deep = "[".repeat(MAX_DEPTH + 1);
+    assert_eq!(scan(&too_deep), Verdict::Invalid(MAX_DEPTH));
+    assert_eq!(Reference::verdict(&too_deep), Verdict::Invalid(MAX_DEPTH));
+    assert_eq!(error(&too_deep).kind, ErrorKind::TooDeep);
+    assert!(error(&too_deep).expected.contains(&MAX_DEPTH.to_string()));
+}
+
+#[test]
+fn after_an_error_everything_is_refused() {
+    let mut acc = Accumulator::new();
+    acc.push("[1,").unwrap();
+    let e = acc.push("]x").unwrap_err();
+    assert_eq!(e.offset, 3);
+    assert_eq!(acc.text(), "[1,]x");
+    assert_eq!(acc.push("2]").unwrap_err(), e);
+    assert_eq!(acc.text(), "[1,]x");
+    assert_eq!(acc.status().unwrap_err(), e);
+    assert!(!acc.is_complete());
+}
+
+#[test]
+fn top_level_numbers_are_complete_but_may_grow() {
+    let mut acc = Accumulator::new();
+    acc.push("12").unwrap();
+    assert!(acc.is_complete());
+    acc.push("3").unwrap();
+    assert!(acc.is_complete());
+    acc.push(".").unwrap();
+    assert!(!acc.is_complete());
+    acc.push("5 ").unwrap();
+    assert!(acc.is_complete());
+}
+
+#[test]
+fn events_decode_the_structure() {
+    use Event::*;
+    assert_eq!(
+        events("{\"k\\n\": [1, \"a\\u00e9\\ud83d\\ude00\", -Infinity, 2.5e3], \"b\": null}"),
+        vec![
+            BeginObject,
+            BeginKey,
+            Text("k\n".into()),
+            EndKey,
+            BeginArray,
+            Number {
+                text: "1".into(),
+                end: true
+            },
+            BeginString,
+            Text("a".into()),
+            CodeUnit(0xe9),
+            CodeUnit(0xd83d),
+            CodeUnit(0xde00),
+            EndString,
+            Literal(super::Literal::NegInfinity),
+            Number {
+                text: "2.5e3".into(),
+                end: true
+            },
+            EndArray,
+            BeginKey,
+            Text("b".into()),
+            EndKey,
+            Literal(super::Literal::Null),
+            EndObject,
+        ]
+    );
+    assert_eq!(
+        events("-12"),
+        vec![Number {
+            text: "-12".into(),
+            end: true
+        }]
+    );
+}
+
+#[test]
+fn a_split_minus_becomes_negative_infinity() {
+    let (verdict, rec) = feed_split("[-Infinity]", &[2]);
+    assert_eq!(verdict, Verdict::Complete);
+    assert_eq!(rec.events, events("[-Infinity]"));
+}
+
+#[test]
+fn string_runs_are_reported_per_fragment_without_copies_of_the_past() {
+    let mut scanner = Scanner::new();
+    let mut rec = Recorder::default();
+    scanner.feed("\"ab", &mut rec).unwrap();
+    assert_eq!(
+        rec.events,
+        vec![Event::BeginString, Event::Text("ab".into())]
+    );
+    rec.events.clear();
+    scanner.feed("cd\"", &mut rec).unwrap();
+    assert_eq!(rec.events, vec![Event::Text("cd".into()), Event::EndString]);
+}
+
+// ---- properties ----
+
+fn ws() -> impl Strategy<Value = String> {
+    "[ \t\n\r]{0,2}"
+}
+
+fn json_string() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            "[a-z0-9 ]{1,4}",
+            "[é中😀\u{7f}\u{2028}]",
+            Just("\\\"".to_owned()),
+            Just("\\\\".to_owned()),
+            "\\\\[/bfnrt]",
+            "\\\\u[0-9a-fA-F]{4}",
+            "\\\\u[dD][89abAB][0-9a-f]{2}\\\\u[dD][c-fC-F][0-9a-f]{2}",
+        ],
+        0..5,
+    )
+    .prop_map(|parts| format!("\"{}\"", parts.concat()))
+}
+
+fn json_scalar() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "-?(0|[1-9][0-9]{0,25})(\\.[0-9]{1,6})?([eE][+-]?[0-9]{1,3})?",
+        Just("true".to_owned()),
+        Just("false".to_owned()),
+        Just("null".to_owned()),
+        Just("NaN".to_owned()),
+        Just("Infinity".to_owned()),
+        Just("-Infinity".to_owned()),
+        json_string(),
+    ]
+}
+
+fn json_text() -> impl Strategy<Value = String> {
+    let leaf = json_scalar();
+    let value = leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec((ws(), inner.clone(), ws()), 0..6).prop_map(|items| {
+                let items: Vec<String> = items
+                    .into_iter()
+                    .map(|(a, v, b)| format!("{a}{v}{b}"))
+                    .collect();
+                format!("[{}]", items.join(","))
+            }),
+            prop::collection::vec((ws(), json_string(), ws(), inner, ws()), 0..6).prop_map(
+                |members| {
+                    let members: Vec<String> = members
+                        .into_iter()
+                        .map(|(a, k, b, v, c)| format!("{a}{k}{b}:{c}{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }
+            ),
+        ]
+    });
+    (ws(), value, ws()).prop_map(|(a, v, b)| format!("{a}{v}{b}"))
+}
+
+const ALPHABET: &[char] = &[
+    '{', '}', '[', ']', ':', ',', '"', '\\', ' ', '\n', '-', '+', '.', 'e', 'E', '0', '1', '9',
+    't', 'f', 'n', 'u', 'l', 'N', 'I', 'a', 'x', 'é', '\u{1}', '\u{1f}', '/', 'b', 'r',
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn any_split_gives_the_one_shot_verdict_and_events(
+        text in json_text(),
+        cuts in prop::collection::vec(any::<usize>(), 0..12),
+    ) {
+        prop_assert_eq!(Reference::verdict(&text), Verdict::Complete);
+        let (one_verdict, one) = feed_split(&text, &[]);
+        let (verdict, split) = feed_split(&text, &cuts);
+        prop_assert_eq!(&one_verdict, &Verdict::Complete);
+        prop_assert_eq!(verdict, one_verdict);
+        prop_assert_eq!(split, one);
+    }
+
+    #[test]
+    fn every_prefix_is_a_valid_prefix(text in json_text()) {
+        for end in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+            let prefix = &text[..end];
+            prop_assert_eq!(scan(prefix), Reference::verdict(prefix), "{:?}", prefix);
+        }
+    }
+
+    #[test]
+    fn edits_are_caught_at_the_reference_offset(
+        text in json_text(),
+        at in any::<usize>(),
+        replace in any::<bool>(),
+        pick in 0..ALPHABET.len(),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let mut at = at % (text.len() + 1);
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let mut edited = text[..at].to_owned();
+        edited.push(ALPHABET[pick]);
+        let rest = &text[at..];
+        let skip = if replace { rest.chars().next().map_or(0, char::len_utf8) } else { 0 };
+        edited.push_str(&rest[skip..]);
+        let reference = Reference::verdict(&edited);
+        prop_assert_eq!(scan(&edited), reference.clone(), "{:?}", edited);
+        prop_assert_eq!(feed_split(&edited, &cuts).0, reference, "{:?}", edited);
+    }
+}

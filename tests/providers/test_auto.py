@@ -1,0 +1,267 @@
+"""``provider="auto"``: detection on every capture and hand-written stream, hand-over, errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold.events import Notice
+from streamfold.framing import iter_json_lines, iter_sse
+from streamfold.providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect
+
+from . import test_clouisle, test_cohere_v1, test_cohere_v2, test_onecortex
+from .sse_helpers import Run, run, split, sse
+
+#: Hand-written streams of the providers this suite owns, with their provider.
+HAND_WRITTEN: dict[str, tuple[bytes, str]] = {
+    **{f"onecortex-{k}": (v, "onecortex") for k, v in test_onecortex.STREAMS.items()},
+    **{f"clouisle-{k}": (v, "clouisle") for k, v in test_clouisle.STREAMS.items()},
+    **{f"cohere-v2-{k}": (v, "cohere-v2") for k, v in test_cohere_v2.STREAMS.items()},
+    **{f"cohere-v1-{k}": (v, "cohere-v1") for k, v in test_cohere_v1.STREAMS.items()},
+}
+
+
+def detected(data: bytes) -> str | None:
+    """The first decision :func:`detect` makes on the frames of ``data``."""
+    jsonl = data.lstrip()[:1] in (b"{", b"[")
+    frames: list[Any] = list(iter_json_lines([data]) if jsonl else iter_sse([data]))
+    flavour = None
+    for frame in frames:
+        found = detect(frame, jsonl=jsonl)
+        if found == "chat":
+            flavour = "openai"
+        elif found is not None:
+            return found
+    return flavour
+
+
+def assert_hands_over(data: bytes | list[bytes], provider: str) -> Run:
+    """``auto`` yields the detection notice, then exactly what ``provider`` yields."""
+    auto = run(data, "auto")
+    direct = run(data, provider)
+    assert auto.events[0] == Notice(kind="provider_detected", data=provider)
+    assert auto.events[0].message is not None
+    assert provider in auto.events[0].message
+    assert auto.events[1:] == direct.events
+    assert auto.outcome()[1] == direct.outcome()[1]
+    if direct.error is not None:
+        assert auto.error is not None
+        assert getattr(auto.error, "position", None) == getattr(direct.error, "position", None)
+    return auto
+
+
+@requires_captures
+@pytest.mark.parametrize("path", capture_files(), ids=capture_id)
+def test_detects_every_capture_from_its_first_frame(path: Path) -> None:
+    assert detected(path.read_bytes()) == CAPTURE_PROVIDER[path.parent.name]
+
+
+@requires_captures
+@pytest.mark.parametrize("path", capture_files(), ids=capture_id)
+def test_every_capture_through_auto_equals_its_provider(path: Path) -> None:
+    provider = CAPTURE_PROVIDER[path.parent.name]
+    pipeline = sf.Pipeline("auto")
+    pipeline.feed(path.read_bytes())
+    pipeline.close()
+    assert isinstance(pipeline.provider, AutoProvider)
+    assert pipeline.provider.chosen == provider
+    assert_hands_over(path.read_bytes(), provider)
+
+
+@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
+def test_hand_written_streams_through_auto(name: str) -> None:
+    data, provider = HAND_WRITTEN[name]
+    assert detected(data) == provider
+    assert_hands_over(data, provider)
+
+
+def chunk(model: str | None, **delta: Any) -> sf.ServerSentEvent:
+    payload: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [{"delta": delta}]}
+    if model is not None:
+        payload["model"] = model
+    return sf.ServerSentEvent(data=json.dumps(payload))
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("mistral-large-2512", "mistral"),
+        ("magistral-medium-latest", "mistral"),
+        ("codestral-latest", "mistral"),
+        ("devstral-small-2505", "mistral"),
+        ("ministral-8b-latest", "mistral"),
+        ("pixtral-12b-2409", "mistral"),
+        ("open-mistral-nemo", "mistral"),
+        ("gpt-4o-2024-08-06", "openai"),
+        ("openai/gpt-oss-120b", "openai"),
+        ("mistralai/mistral-large", "openai"),  # an OpenAI-compatible router's name
+        ("", "openai"),  # Azure's first chunk
+    ],
+)
+def test_openai_or_mistral_by_model(model: str, provider: str) -> None:
+    assert detect(chunk(model, content="x")) == provider
+
+
+def test_mistral_by_its_shapes_when_no_model_is_named() -> None:
+    assert detect(chunk(None, content="x")) == "chat"
+    assert detect(chunk(None, content=[{"type": "text", "text": "x"}])) == "mistral"
+    whole_call = {"id": "gS", "function": {"name": "f", "arguments": "{}"}}
+    assert detect(chunk(None, tool_calls=[whole_call])) == "mistral"
+    assert detect(chunk(None, tool_calls=[{**whole_call, "index": 0}])) == "chat"
+
+
+def test_chat_chunks_without_a_model_are_openai() -> None:
+    frame = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": "x"}}],
+    }
+    data = sse((None, frame), (None, "[DONE]"))
+    pipeline = sf.Pipeline("auto")
+    events = pipeline.feed(data) + pipeline.close()
+    pipeline.raise_pending()
+    assert isinstance(pipeline.provider, AutoProvider)
+    assert pipeline.provider.chosen == "openai"
+    assert events[0] == Notice(kind="provider_detected", data="openai")
+
+
+@pytest.mark.parametrize(
+    ("frame", "provider"),
+    [
+        ({"v": 1, "type": "error", "code": "agent_error", "message": "x"}, "onecortex"),
+        ({"type": "error", "error": {"type": "overloaded_error", "message": "x"}}, "anthropic"),
+        (
+            {"type": "error", "sequence_number": 2, "error": {"code": "q", "message": "x"}},
+            "openai-responses",
+        ),
+        ({"error": {"message": "x", "type": "invalid_request_error"}}, "openai"),
+        ({"code": "model_error", "message": "x"}, "clouisle"),
+    ],
+)
+def test_error_events_decide_by_payload(frame: dict[str, Any], provider: str) -> None:
+    assert detect(sf.ServerSentEvent(event="error", data=json.dumps(frame))) == provider
+
+
+@pytest.mark.parametrize(
+    ("payload", "provider"),
+    [
+        ({"error": {"code": 503, "message": "x", "status": "UNAVAILABLE"}}, "gemini"),
+        ({"error": {"message": "x", "type": "server_error"}}, "openai"),
+        ({"candidates": []}, "gemini"),
+        ({"type": "message_start", "message": {"id": "m"}}, "anthropic"),
+        ({"type": "message_start", "message_id": "m"}, "clouisle"),
+        ({"type": "content-delta", "index": 0}, "cohere-v2"),
+        ({"type": "response.created", "response": {}}, "openai-responses"),
+        ({"v": 1, "type": "tool_result", "id": "c"}, "onecortex"),
+        ({"type": "tool_result", "id": "c"}, "clouisle"),
+        ({"type": "step_start", "name": "s"}, "onecortex"),
+        ({"type": "ping"}, None),
+        ({"hello": "world"}, None),
+    ],
+)
+def test_unnamed_frames_decide_by_payload(payload: dict[str, Any], provider: str | None) -> None:
+    assert detect(sf.ServerSentEvent(data=json.dumps(payload))) == provider
+
+
+def test_done_and_non_json_decide_nothing() -> None:
+    assert detect(sf.ServerSentEvent(data="[DONE]")) is None
+    assert detect(sf.ServerSentEvent(event="mystery", data="{nope")) is None
+
+
+def test_undecidable_stream_is_a_protocol_error() -> None:
+    pings = sse(*[("ping", {"type": "ping"})] * MAX_UNDECIDED_FRAMES)
+    result = run(pings + sse(("message_start", {"message_id": "m"})), "auto")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert "cannot tell the provider" in str(result.error)
+    assert result.error.provider == "auto"
+    assert result.error.position == MAX_UNDECIDED_FRAMES - 1
+    assert result.events == []
+    short = run(sse(("mystery", {"a": 1})), "auto")
+    assert isinstance(short.error, sf.ProtocolError)
+    assert "cannot tell the provider from the first 1 frames" in str(short.error)
+
+
+def test_json_lines_that_are_not_cohere_v1_are_a_protocol_error() -> None:
+    result = run(b'{"result": "whole reply"}\n', "auto")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert "not Cohere v1 events" in str(result.error)
+
+
+def test_leading_whitespace_before_json_lines() -> None:
+    data = b"\n \r\n" + test_cohere_v1.TOOLS
+    assert run(data, "auto").events[1:] == run(test_cohere_v1.TOOLS, "cohere-v1").events
+
+
+def test_empty_stream_yields_nothing() -> None:
+    assert run(b"", "auto").outcome() == ([], None)
+    assert run(b": keep-alive\n\n", "auto").outcome() == ([], None)
+
+
+def test_replayed_frames_keep_their_positions() -> None:
+    data = sse(
+        ("ping", {"type": "ping"}),
+        ("message_start", {"type": "message_start", "message": {"id": "m", "model": "c"}}),
+        ("content_block_start", "{broken"),
+    )
+    result = run(data, "auto")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert (result.error.provider, result.error.position) == ("anthropic", 2)
+    delayed = sse(("ping", {}), ("ping", {}), *[(p["type"], p) for p in _onecortex_bad()])
+    error = run(delayed, "auto").error
+    assert isinstance(error, sf.ProtocolError)
+    assert (error.provider, error.position) == ("onecortex", 3)
+
+
+def _onecortex_bad() -> list[dict[str, Any]]:
+    return [{"v": 1, "type": "text", "delta": "a"}, {"v": 1, "type": "text", "delta": 5}]
+
+
+def test_strict_is_passed_on() -> None:
+    stream = test_onecortex.named({"v": 1, "type": "done", "result": ""}, {"v": 1, "type": "done"})
+    assert run(stream, "auto").error is None
+    result = run(stream, "auto", strict=True)
+    assert isinstance(result.error, sf.ProtocolError)
+    assert result.error.provider == "onecortex"
+
+
+def test_state_is_the_chosen_providers() -> None:
+    pipeline = sf.Pipeline("auto")
+    pipeline.feed(test_clouisle.RUN)
+    pipeline.close()
+    provider = pipeline.provider
+    assert isinstance(provider, AutoProvider)
+    assert (provider.chosen, provider.sequence, provider.terminal_seen) == ("clouisle", 9, True)
+    assert provider.provider is not None
+    assert provider.position == provider.provider.position == 8
+
+
+@given(name=st.sampled_from(sorted(HAND_WRITTEN)), data=st.data())
+def test_chunking_invariant(name: str, data: st.DataObject) -> None:
+    stream = HAND_WRITTEN[name][0]
+    # Cut often near the start, where the framing is sniffed and frames are buffered.
+    cuts = data.draw(
+        st.lists(st.integers(0, min(len(stream), 64)), max_size=8)
+        | st.lists(st.integers(0, len(stream)), max_size=40)
+    )
+    assert run(split(stream, cuts), "auto").outcome() == run(stream, "auto").outcome()
+
+
+async def _chunks(data: bytes, size: int = 3) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+@pytest.mark.anyio
+async def test_aevents_detects_too(anyio_backend: str) -> None:
+    for data in (test_onecortex.FULL, test_cohere_v1.GROUNDED):
+        got = [e async for e in sf.aevents(_chunks(data), "auto")]
+        assert got == run(data, "auto").events
+        assert isinstance(got[0], Notice)
+        assert got[0].kind == "provider_detected"

@@ -1,0 +1,377 @@
+"""Clouisle: hand-written agent and durable-run streams covering every event of the seed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    RunStatus,
+    SourcesAdded,
+    Unknown,
+    UsageUpdate,
+)
+
+from .sse_helpers import reference_fold, run, split, sse
+
+P = "clouisle"
+
+AGENT = sse(
+    ("message_start", {"conversation_id": "conv-1", "message_id": "msg-1"}),
+    ("rag_start", {"query": "weather"}),
+    ("rag_context", {"contexts": [{"citation_id": "s1", "content": "Sunny."}]}),
+    ("reasoning_start", {}),
+    ("reasoning_delta", {"delta": "Think"}),
+    ("reasoning_delta", {"content": "ing."}),
+    ("reasoning_end", {}),
+    ("compression_start", {"before_tokens": 9000}),
+    ("compression_end", {"after_tokens": 3000}),
+    ("content_delta", {"delta": "Looking. "}),
+    ("tool_call", {"id": "t1", "name": "search", "arguments": {"q": "x"}}),
+    ("tool_result", {"id": "t1", "name": "search", "result": {"hits": 1}}),
+    ("tool_call", {"id": "t2", "name": "fetch", "arguments": '{"url": "u"}'}),
+    ("tool_result", {"tool_call_id": "t2", "output": "page", "is_error": True}),
+    ("media_result", {"kind": "image", "url": "https://x/y.png"}),
+    ("content_delta", {"text": "Found it [[cite:s1]]"}),
+    ("iteration_cap_reached", {"cap": 5}),
+    (
+        "message_end",
+        {
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "elapsed_ms": 1200,
+            "status": "completed",
+        },
+    ),
+)
+
+ASK = {"questions": [{"id": "q1", "text": "Which city?"}]}
+
+
+def run_event(event_type: str, sequence: int, **fields: Any) -> tuple[str, dict[str, Any]]:
+    return event_type, {"run_id": "run-123", "sequence": sequence, "type": event_type, **fields}
+
+
+RUN = sse(
+    run_event("run_start", 1, status="running"),
+    run_event("message_start", 2, message_id="msg-456", conversation_id="conv-1"),
+    run_event("content_delta", 3, delta="Which city?"),
+    run_event(
+        "run_status",
+        4,
+        status="waiting",
+        pending_tool_call_id="call-123",
+        pending_tool_name="ask_user",
+        pending_tool_input=ASK,
+    ),
+    run_event("input_accepted", 5, kind="answer", content="Oslo"),
+    run_event("run_status", 6, status="running"),
+    run_event("content_delta", 7, delta=" Oslo."),
+    run_event(
+        "message_end",
+        8,
+        usage={"input_tokens": 20, "output_tokens": 4},
+        elapsed_ms=900,
+        status="completed",
+    ),
+    run_event("run_end", 9, status="completed", message_id="msg-456"),
+)
+
+FAILED = sse(
+    ("message_start", {"message_id": "m"}),
+    ("content_delta", {"delta": "Half"}),
+    ("error", {"code": "model_error", "message": "upstream timed out"}),
+)
+
+STREAMS = {"agent": AGENT, "run": RUN, "failed": FAILED}
+
+
+def test_agent_events_map() -> None:
+    result = run(AGENT, P, strict=True)
+    assert result.error is None
+    assert result.events[0] == MessageStart(id="msg-1")
+    assert [n.kind for n in result.of(Notice)] == [
+        "rag_start",
+        "compression_start",
+        "compression_end",
+        "iteration_cap_reached",
+    ]
+    assert result.of(Notice)[1].data == {"before_tokens": 9000}
+    assert [s.sources for s in result.of(SourcesAdded)] == [
+        [{"citation_id": "s1", "content": "Sunny."}]
+    ]
+    assert [m.media for m in result.of(MediaAdded)] == [{"kind": "image", "url": "https://x/y.png"}]
+    folded = reference_fold(result.events)
+    assert [(b.kind, b.text) for b in folded.blocks.values() if b.kind != "tool_call"] == [
+        ("reasoning", "Thinking."),
+        ("text", "Looking. "),
+        ("text", "Found it [[cite:s1]]"),
+    ]
+    search, fetch = folded.of_kind("tool_call")
+    assert (search.id, search.name, search.whole, search.arguments()) == (
+        "t1",
+        "search",
+        True,
+        {"q": "x"},
+    )
+    assert (fetch.id, fetch.name, fetch.whole, fetch.text) == ("t2", "fetch", False, '{"url": "u"}')
+    assert all(b.closed for b in folded.blocks.values())
+    assert [(r.call_id, r.name, r.output, r.is_error) for r in folded.tool_results] == [
+        ("t1", "search", {"hits": 1}, False),
+        ("t2", "fetch", "page", True),
+    ]
+    assert folded.usage == sf.Usage(
+        10, 5, 15, raw={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    )
+    assert (folded.finish_reason, folded.raw_finish_reason) == ("stop", "completed")
+    assert folded.end_data == {"elapsed_ms": 1200, "status": "completed"}
+
+
+def test_raw_is_the_frame() -> None:
+    for event in run(AGENT, P).events:
+        assert isinstance(event.raw, sf.ServerSentEvent)
+
+
+@pytest.mark.parametrize(
+    ("payload", "sources"),
+    [
+        ({"contexts": None}, None),  # retrieval did not run
+        ({"contexts": []}, []),  # retrieval found nothing
+        ({}, None),
+        ({"sources": [{"id": "a"}]}, [{"id": "a"}]),
+    ],
+)
+def test_rag_context_keeps_none_apart_from_empty(payload: dict[str, Any], sources: Any) -> None:
+    (added,) = run(sse(("rag_context", payload)), P).of(SourcesAdded)
+    assert added.sources == sources
+
+
+def test_output_truncated_makes_the_finish_length() -> None:
+    stream = sse(
+        ("content_delta", {"delta": "Cut"}),
+        ("output_truncated", {"max_tokens": 3}),
+        ("message_end", {"status": "completed"}),
+    )
+    result = run(stream, P, strict=True)
+    (ended,) = result.of(MessageEnd)
+    assert (ended.finish_reason, ended.raw_finish_reason) == ("length", "completed")
+    assert [n.kind for n in result.of(Notice)] == ["output_truncated"]
+
+
+def test_message_start_is_synthesized_before_the_first_agent_event() -> None:
+    result = run(sse(("content_delta", {"delta": "x", "message_id": "m9"})), P)
+    assert result.events[0] == MessageStart(id="m9")
+
+
+def test_error_raises_after_the_events_before_it() -> None:
+    result = run(FAILED, P)
+    assert isinstance(result.error, sf.StreamError)
+    error = result.error
+    assert (error.code, error.message, error.provider, error.position) == (
+        "model_error",
+        "upstream timed out",
+        P,
+        2,
+    )
+    assert [type(x) for x in result.events] == [MessageStart, BlockStart, BlockDelta]
+
+
+def test_durable_run() -> None:
+    pipeline = sf.Pipeline(P, strict=True)
+    events: list[Any] = []
+    terminal_after: list[bool] = []
+    for line in RUN.split(b"\n\n")[:-1]:
+        events.extend(pipeline.feed(line + b"\n\n"))
+        pipeline.raise_pending()
+        terminal_after.append(pipeline.provider.terminal_seen)
+    events.extend(pipeline.close())
+    pipeline.raise_pending()
+    # The message ended at frame 8, but the run is decided only by run_end.
+    assert terminal_after == [False] * 8 + [True]
+    assert pipeline.provider.sequence == 9
+    statuses = [e for e in events if isinstance(e, RunStatus)]
+    assert [(s.status, s.sequence, s.terminal) for s in statuses] == [
+        ("running", 1, False),
+        ("waiting", 4, False),
+        ("running", 6, False),
+        ("completed", 9, True),
+    ]
+    waiting = statuses[1]
+    assert (waiting.pending_tool_call_id, waiting.pending_tool_name) == ("call-123", "ask_user")
+    assert waiting.pending_tool_input == ASK
+    assert all(s.run_id == "run-123" for s in statuses)
+    assert isinstance(events[0], RunStatus)  # run events alone do not start the message
+    assert events[1] == MessageStart(id="msg-456")
+    (accepted,) = [e for e in events if isinstance(e, Notice)]
+    assert (accepted.kind, accepted.data["content"]) == ("input_accepted", "Oslo")
+    folded = reference_fold(events)
+    assert folded.texts("text") == ["Which city? Oslo."]
+    assert folded.usage == sf.Usage(20, 4, 24, raw={"input_tokens": 20, "output_tokens": 4})
+    assert (folded.ends, folded.finish_reason) == (1, "stop")
+
+
+@pytest.mark.parametrize(
+    ("status", "finish"),
+    [("stopped", "other"), ("failed", "error"), ("interrupted", "error"), ("completed", "stop")],
+)
+def test_run_end_ends_a_message_that_never_ended(status: str, finish: str) -> None:
+    stream = sse(
+        run_event("run_start", 1, status="running"),
+        run_event("content_delta", 2, delta="Hal"),
+        run_event("run_end", 3, status=status),
+    )
+    result = run(stream, P, strict=True)
+    assert result.error is None
+    (ended,) = result.of(MessageEnd)
+    assert (ended.finish_reason, ended.raw_finish_reason) == (finish, status)
+    assert result.events[-1] == ended
+    assert result.of(RunStatus)[-1].terminal
+
+
+def test_a_resumed_run_stream_with_only_run_events_starts_no_message() -> None:
+    stream = sse(
+        run_event("run_status", 7, status="completing"), run_event("run_end", 8, status="completed")
+    )
+    result = run(stream, P, strict=True)
+    assert [type(x) for x in result.events] == [RunStatus, RunStatus]
+
+
+def test_replayed_duplicates_are_dropped() -> None:
+    stream = sse(
+        run_event("content_delta", 1, delta="a"),
+        run_event("content_delta", 2, delta="b"),
+        run_event("content_delta", 2, delta="b"),
+        run_event("content_delta", 1, delta="a"),
+        run_event("content_delta", 3, delta="c"),
+    )
+    lenient = run(stream, P)
+    assert reference_fold(lenient.events).texts("text") == ["abc"]
+    assert len(lenient.warnings) == 2
+    assert "sequence 2 is not above 2" in lenient.warnings[0]
+    strict = run(stream, P, strict=True)
+    assert isinstance(strict.error, sf.ProtocolError)
+
+
+@pytest.mark.parametrize(
+    ("stream", "needle"),
+    [
+        (
+            sse(
+                run_event("run_end", 1, status="completed"), run_event("run_status", 2, status="x")
+            ),
+            "event after run_end",
+        ),
+        (
+            sse(("message_end", {}), ("content_delta", {"delta": "late"})),
+            "event after message_end",
+        ),
+        (sse(run_event("run_end", 1, status="done")), "run_end with status 'done'"),
+        (
+            sse(("reasoning_start", {}), ("reasoning_start", {}), ("reasoning_end", {})),
+            "reasoning_start while reasoning is open",
+        ),
+        (sse(("reasoning_start", {}), ("message_end", {})), "reasoning never ended"),
+        (
+            sse(("message_start", {"message_id": "a"}), ("message_start", {"message_id": "b"})),
+            "a second message_start",
+        ),
+    ],
+)
+def test_rules_warn_by_default_and_raise_when_strict(stream: bytes, needle: str) -> None:
+    lenient = run(stream, P)
+    assert lenient.error is None
+    assert len(lenient.warnings) == 1, lenient.warnings
+    assert needle in lenient.warnings[0]
+    strict = run(stream, P, strict=True)
+    assert isinstance(strict.error, sf.ProtocolError)
+    assert needle in str(strict.error)
+
+
+def test_run_events_after_message_end_are_fine() -> None:
+    stream = sse(("message_end", {"status": "completed"}), ("run_end", {"status": "completed"}))
+    assert run(stream, P, strict=True).error is None
+
+
+def test_event_type_falls_back_to_the_payload_type() -> None:
+    stream = sse((None, {"type": "content_delta", "delta": "x"}), (None, {"type": "message_end"}))
+    folded = reference_fold(run(stream, P, strict=True).events)
+    assert (folded.texts("text"), folded.ends) == (["x"], 1)
+
+
+def test_unknown_events_survive() -> None:
+    result = run(sse(("node_started", {"node": "n1"})), P, strict=True)
+    assert [(u.event_type, u.raw.data) for u in result.of(Unknown)] == [
+        ("node_started", '{"node": "n1"}')
+    ]
+
+
+def test_tool_call_arguments_alternates() -> None:
+    stream = sse(
+        ("tool_call", {"tool_call_id": "a", "tool_name": "f", "args": {"x": 1}}),
+        ("tool_call", {"id": "b", "name": "g"}),
+        ("tool_call", {"id": "c", "name": "h", "input": "{not json"}),
+    )
+    folded = reference_fold(run(stream, P).events)
+    a, b, c = folded.of_kind("tool_call")
+    assert (a.id, a.name, a.arguments()) == ("a", "f", {"x": 1})
+    assert (b.whole, b.arguments()) == (True, {})
+    assert (c.whole, c.text) == (False, "{not json")  # the fold reports the invalid JSON
+
+
+@pytest.mark.parametrize(
+    ("stream", "needle"),
+    [
+        (sse(("reasoning_delta", {"delta": "x"})), "reasoning_delta without reasoning_start"),
+        (sse(("reasoning_end", {})), "reasoning_end without reasoning_start"),
+        (sse(("content_delta", {})), "content text is not a string"),
+        (sse(("content_delta", "{nope")), "not valid JSON"),
+        (sse(("content_delta", "[1]")), "not a JSON object"),
+    ],
+)
+def test_protocol_errors(stream: bytes, needle: str) -> None:
+    error = run(stream, P).error
+    assert isinstance(error, sf.ProtocolError)
+    assert needle in str(error)
+    assert (error.provider, error.position) == (P, stream.count(b"\n\n") - 1)
+
+
+def test_the_text_block_closes_before_usage_and_end() -> None:
+    kinds = [type(x) for x in run(AGENT, P).events][-3:]
+    assert kinds == [BlockEnd, UsageUpdate, MessageEnd]
+
+
+@given(name=st.sampled_from(sorted(STREAMS)), data=st.data())
+def test_chunking_invariant(name: str, data: st.DataObject) -> None:
+    stream = STREAMS[name]
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
+    assert run(split(stream, cuts), P).outcome() == run(stream, P).outcome()
+
+
+def test_single_bytes() -> None:
+    assert run([RUN[i : i + 1] for i in range(len(RUN))], P).outcome() == run(RUN, P).outcome()
+
+
+async def _chunks(data: bytes, size: int = 11) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+@pytest.mark.anyio
+async def test_aevents_matches_events(anyio_backend: str) -> None:
+    assert [x async for x in sf.aevents(_chunks(AGENT), P)] == run(AGENT, P).events
+    collected: list[Any] = []
+    with pytest.raises(sf.StreamError):
+        async for event in sf.aevents(_chunks(FAILED), P):
+            collected.append(event)
+    assert collected == run(FAILED, P).events

@@ -1,0 +1,289 @@
+"""Onecortex: hand-written streams covering every event and every rule of the seed's docs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.events import (
+    BlockDelta,
+    BlockStart,
+    MessageEnd,
+    MessageStart,
+    StepEnd,
+    StepStart,
+    ToolResultAdded,
+    Unknown,
+)
+
+from .sse_helpers import named, reference_fold, run, split
+
+P = "onecortex"
+PING = b": ping\n\n"
+
+
+def e(event_type: str, **fields: Any) -> dict[str, Any]:
+    return {"v": 1, "type": event_type, **fields}
+
+
+DONE = e("done", result="You said: hello", sessionId="01K", versionNumber=1, durationMs=212)
+
+#: Every event type: nested steps, two calls whose arguments interleave by id, a failed tool.
+FULL = (
+    PING
+    + named(
+        e("step_start", name="classify"),
+        e("step_start", name="lookup"),
+        e("tool_call_start", id="call_1", name="word_count"),
+        e("tool_call_start", id="call_2", name="echo"),
+        e("tool_call_args", id="call_1", delta='{"text": '),
+        e("tool_call_args", id="call_2", delta='{"s": "x"}'),
+        e("tool_call_args", id="call_1", delta='"hello"}'),
+        e("tool_call_end", id="call_2"),
+        e("tool_call_end", id="call_1"),
+        e("tool_result", id="call_1", output="1"),
+        e("tool_result", id="call_2", output="boom", isError=True),
+        e("step_end", name="lookup"),
+        e("text", delta="You said"),
+    )
+    + PING
+    + named(e("text", delta=": hello"), e("step_end", name="classify"), DONE)
+)
+
+FAILED = named(
+    e("tool_call_start", id="call_1", name="word_count"),
+    e("text", delta="Partial"),
+    e("error", code="agent_error", message="ValueError: the agent was asked to raise"),
+)
+
+STREAMS = {"full": FULL, "failed": FAILED}
+
+
+def test_every_event_maps() -> None:
+    result = run(FULL, P, strict=True)
+    assert result.error is None
+    assert result.events[0] == MessageStart()
+    assert [type(x) for x in result.events if isinstance(x, (StepStart, StepEnd))] == [
+        StepStart,
+        StepStart,
+        StepEnd,
+        StepEnd,
+    ]
+    assert [s.name for s in result.of(StepStart)] == ["classify", "lookup"]
+    assert [s.name for s in result.of(StepEnd)] == ["lookup", "classify"]
+    folded = reference_fold(result.events)
+    calls = folded.of_kind("tool_call")
+    assert [(c.id, c.name, c.arguments(), c.closed) for c in calls] == [
+        ("call_1", "word_count", {"text": "hello"}, True),
+        ("call_2", "echo", {"s": "x"}, True),
+    ]
+    assert folded.texts("text") == ["You said: hello"]
+    assert [(r.call_id, r.name, r.output, r.is_error) for r in folded.tool_results] == [
+        ("call_1", "word_count", "1", False),
+        ("call_2", "echo", "boom", True),
+    ]
+    assert folded.end_data == {
+        "result": "You said: hello",
+        "sessionId": "01K",
+        "versionNumber": 1,
+        "durationMs": 212,
+    }
+    assert (folded.finish_reason, folded.raw_finish_reason) == ("stop", "done")
+    assert all(b.closed for b in folded.blocks.values())
+
+
+def test_raw_is_the_frame() -> None:
+    for event in run(FULL, P).events:
+        assert isinstance(event.raw, sf.ServerSentEvent)
+    (result,) = run(FULL, P).of(ToolResultAdded)[:1]
+    assert result.raw.event == "tool_result"
+    assert result.result.raw == e("tool_result", id="call_1", output="1")
+
+
+def test_pings_are_invisible() -> None:
+    without = FULL.replace(PING, b"")
+    assert run(FULL, P).outcome() == run(without, P).outcome()
+
+
+def test_text_runs_around_a_tool_call_are_separate_blocks() -> None:
+    stream = named(
+        e("text", delta="Let me count. "),
+        e("tool_call_start", id="c", name="count"),
+        e("tool_call_args", id="c", delta="{}"),
+        e("tool_call_end", id="c"),
+        e("text", delta="Done."),
+        e("done", result="Let me count. Done."),
+    )
+    folded = reference_fold(run(stream, P, strict=True).events)
+    assert [(b.kind, b.text) for b in folded.blocks.values()] == [
+        ("text", "Let me count. "),
+        ("tool_call", "{}"),
+        ("text", "Done."),
+    ]
+
+
+def test_error_raises_after_the_events_before_it() -> None:
+    result = run(FAILED, P, strict=True)  # a failed run may leave a call open
+    assert isinstance(result.error, sf.StreamError)
+    assert (result.error.code, result.error.message) == (
+        "agent_error",
+        "ValueError: the agent was asked to raise",
+    )
+    assert (result.error.provider, result.error.position) == (P, 2)
+    assert result.error.retryable_without_duplicate is False
+    assert [type(x) for x in result.events] == [
+        MessageStart,
+        BlockStart,
+        BlockStart,
+        BlockDelta,
+    ]
+
+
+def test_error_as_first_event_is_retryable() -> None:
+    error = run(named(e("error", code="upstream_error", message="stopped")), P).error
+    assert isinstance(error, sf.StreamError)
+    assert error.retryable_without_duplicate is True
+
+
+def test_unknown_event_and_unnamed_frames() -> None:
+    stream = named(e("handoff", to="b")) + b'data: {"v": 1, "type": "text", "delta": "x"}\n\n'
+    stream += named(e("done", result="x"))
+    result = run(stream, P, strict=True)
+    assert [u.event_type for u in result.of(Unknown)] == ["handoff"]
+    assert reference_fold(result.events).texts("text") == ["x"]
+
+
+RULES = [
+    (
+        named(
+            e("tool_call_args", id="c", delta="{}"),
+            e("tool_call_end", id="c"),
+            e("done", result=""),
+        ),
+        "tool_call_args for tool call 'c' before its tool_call_start",
+    ),
+    (
+        named(e("tool_call_end", id="c"), e("done", result="")),
+        "tool_call_end for tool call 'c' before its tool_call_start",
+    ),
+    (
+        named(e("tool_result", id="c", output="1"), e("done", result="")),
+        "tool_result for tool call 'c' before its tool_call_start",
+    ),
+    (named(DONE, e("text", delta="late")), "event after the terminal event"),
+    (named(DONE, DONE), "event after the terminal event"),
+    (
+        named({"v": 2, "type": "text", "delta": "a"}, {"v": 2, "type": "done", "result": "a"}),
+        "event format version 2, expected 1",
+    ),
+    (
+        named(e("tool_call_start", id="c", name="f"), e("done", result="")),
+        "tool calls never ended: ['c']",
+    ),
+    (named(e("step_start", name="s"), e("done", result="")), "steps never ended: ['s']"),
+    (
+        named(e("step_end", name="s"), e("done", result="")),
+        "step_end for step 's' that is not open",
+    ),
+    (named(e("done")), "done without result"),
+    (
+        named(
+            e("tool_call_start", id="c", name="f"),
+            e("tool_call_end", id="c"),
+            e("tool_call_start", id="c", name="f"),
+            e("tool_call_end", id="c"),
+            e("done", result=""),
+        ),
+        "tool call id 'c' started twice",
+    ),
+    (
+        named(
+            e("tool_call_start", id="c", name="f"),
+            e("tool_call_end", id="c"),
+            e("tool_call_args", id="c", delta="{}"),
+            e("done", result=""),
+        ),
+        "tool_call_args after tool_call_end",
+    ),
+    (
+        named(
+            e("tool_call_start", id="c", name="f"),
+            e("tool_call_end", id="c"),
+            e("tool_call_end", id="c"),
+            e("done", result=""),
+        ),
+        "ended twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stream", "needle"), RULES)
+def test_rules_warn_by_default_and_raise_when_strict(stream: bytes, needle: str) -> None:
+    lenient = run(stream, P)
+    assert lenient.error is None
+    assert len(lenient.warnings) == 1, lenient.warnings
+    assert needle in lenient.warnings[0]
+    assert len(lenient.of(MessageEnd)) >= 1
+    strict = run(stream, P, strict=True)
+    assert isinstance(strict.error, sf.ProtocolError)
+    assert needle in str(strict.error)
+    assert strict.error.provider == P
+
+
+def test_an_event_before_its_start_still_opens_the_call() -> None:
+    stream = named(
+        e("tool_call_args", id="c", delta='{"a": 1}'),
+        e("tool_call_end", id="c"),
+        e("done", result=""),
+    )
+    (call,) = reference_fold(run(stream, P).events).of_kind("tool_call")
+    assert (call.id, call.name, call.arguments(), call.closed) == ("c", None, {"a": 1}, True)
+
+
+@pytest.mark.parametrize(
+    ("stream", "needle"),
+    [
+        (b"event: text\ndata: {oops\n\n", "not valid JSON"),
+        (b'event: text\ndata: "hello"\n\n', "not a JSON object"),
+        (named(e("text", delta=5)), "text delta is not a string"),
+        (named(e("tool_call_args", delta="{}")), "malformed payload"),
+        (named(e("tool_call_start", id=7, name="f")), "tool call id is not a string"),
+    ],
+)
+def test_protocol_errors(stream: bytes, needle: str) -> None:
+    error = run(stream, P).error
+    assert isinstance(error, sf.ProtocolError)
+    assert needle in str(error)
+    assert (error.provider, error.position) == (P, 0)
+    assert error.event is not None
+
+
+@given(name=st.sampled_from(sorted(STREAMS)), data=st.data())
+def test_chunking_invariant(name: str, data: st.DataObject) -> None:
+    stream = STREAMS[name]
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
+    assert run(split(stream, cuts), P).outcome() == run(stream, P).outcome()
+
+
+def test_single_bytes() -> None:
+    assert run([FULL[i : i + 1] for i in range(len(FULL))], P).outcome() == run(FULL, P).outcome()
+
+
+async def _chunks(data: bytes, size: int = 9) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+@pytest.mark.anyio
+async def test_aevents_matches_events(anyio_backend: str) -> None:
+    assert [x async for x in sf.aevents(_chunks(FULL), P)] == run(FULL, P).events
+    collected: list[Any] = []
+    with pytest.raises(sf.StreamError):
+        async for event in sf.aevents(_chunks(FAILED), P):
+            collected.append(event)
+    assert collected == run(FAILED, P).events

@@ -1,0 +1,402 @@
+"""OpenAI Chat Completions (``provider="openai"``): captures, hand-written streams, rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    UsageUpdate,
+)
+from streamfold.pipeline import Pipeline
+from streamfold.providers.openai_chat import FINISH_REASONS
+
+from .helpers import accumulate, captures, check_capture, expected, run, split_at, sse
+
+CAPTURES = captures("openai_chat")
+requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
+
+
+def chunk(*choices: dict[str, Any], **top: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-x", **top,
+            "choices": list(choices)}
+
+
+def choice(index: int = 0, finish: str | None = None, logprobs: Any = None, **delta: Any) -> (
+    dict[str, Any]
+):
+    return {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+
+
+def call(index: int, arguments: str, id: str | None = None, name: str | None = None) -> (
+    dict[str, Any]
+):
+    function: dict[str, Any] = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    entry: dict[str, Any] = {"index": index, "function": function}
+    if id is not None:
+        entry.update(id=id, type="function")
+    return entry
+
+
+BASIC = sse(
+    chunk(choice(role="assistant", content="", refusal=None)),
+    chunk(choice(content="Hel")),
+    chunk(choice(content="lo")),
+    chunk(choice(finish="stop")),
+    chunk(usage={"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7,
+                 "prompt_tokens_details": {"cached_tokens": 3},
+                 "completion_tokens_details": {"reasoning_tokens": 1}}),
+    "[DONE]",
+)
+
+
+# -- captures ---------------------------------------------------------------------------------
+
+
+@requires_captures
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_capture_matches_expected(path: Path) -> None:
+    result = check_capture(path, "openai")
+    if path.stem == "logprobs":
+        block = accumulate(result.events).choice(0).ordered()[0]
+        tokens = [t["token"] for lp in block.logprobs for t in lp["content"]]
+        assert tokens == expected(path)["choices"][0]["logprobs_content_tokens"]
+
+
+@requires_captures
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_capture_single_byte_reads(path: Path) -> None:
+    data = path.read_bytes()
+    whole = run(data, "openai")
+    pieces = run([data[i : i + 1] for i in range(len(data))], "openai")
+    assert pieces.events == whole.events
+    assert repr(pieces.error) == repr(whole.error)
+
+
+STREAMS = [p.read_bytes() for p in CAPTURES] + [BASIC]
+
+
+@given(st.data())
+def test_chunking_invariance(data: st.DataObject) -> None:
+    stream = data.draw(st.sampled_from(STREAMS))
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
+    whole = run(stream, "openai")
+    split = run(split_at(stream, cuts), "openai")
+    assert split.events == whole.events
+    assert repr(split.error) == repr(whole.error)
+
+
+# -- text, role, usage ------------------------------------------------------------------------
+
+
+def test_first_delta_role_and_empty_content_make_no_block() -> None:
+    result = run(BASIC, "openai")
+    assert result.error is None
+    kinds = [type(e).__name__ for e in result.events]
+    assert kinds == ["MessageStart", "BlockStart", "BlockDelta", "BlockDelta", "BlockEnd",
+                     "MessageEnd", "UsageUpdate"]
+    start = result.of(MessageStart)[0]
+    assert (start.id, start.model, start.role, start.choice) == ("chatcmpl-1", "gpt-x",
+                                                                 "assistant", 0)
+    assert [e.text for e in result.of(BlockDelta)] == ["Hel", "lo"]
+    end = result.of(MessageEnd)[0]
+    assert (end.finish_reason, end.raw_finish_reason) == ("stop", "stop")
+    usage = result.of(UsageUpdate)[0].usage
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (5, 2, 7)
+    assert (usage.cached_tokens, usage.reasoning_tokens) == (3, 1)
+    assert usage.raw["prompt_tokens"] == 5
+
+
+def test_null_content_first_delta_never_appends_none() -> None:
+    result = run(sse(chunk(choice(role="assistant", content=None)), chunk(choice(content="x")),
+                     chunk(choice(finish="stop")), "[DONE]"), "openai")
+    block = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.text) for b in block] == [("text", "x")]
+
+
+def test_every_event_keeps_its_frame() -> None:
+    result = run(BASIC, "openai")
+    assert all(isinstance(e.raw, sf.ServerSentEvent) for e in result.events)
+    assert result.of(UsageUpdate)[0].raw.data.startswith('{"id"')
+
+
+def test_azure_first_chunk_with_empty_choices_is_not_usage() -> None:
+    azure = {"choices": [], "created": 0, "id": "", "model": "", "object": "",
+             "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]}
+    result = run(sse(azure, chunk(choice(content="hi")), chunk(choice(finish="stop")), "[DONE]"),
+                 "openai")
+    assert result.of(UsageUpdate) == []
+    assert result.of(MessageStart)[0].id == "chatcmpl-1"
+    assert type(result.events[0]) is MessageStart
+
+
+def test_usage_chunk_comes_before_the_message_end_of_the_same_chunk() -> None:
+    final = chunk(choice(finish="length"), usage={"prompt_tokens": 1, "completion_tokens": 1,
+                                                  "total_tokens": 2})
+    result = run(sse(chunk(choice(content="a")), final, "[DONE]"), "openai")
+    names = [type(e).__name__ for e in result.events]
+    assert names[-3:] == ["UsageUpdate", "BlockEnd", "MessageEnd"]
+    assert result.of(MessageEnd)[0].finish_reason == "length"
+
+
+@pytest.mark.parametrize("raw", [*FINISH_REASONS, "something_new"])
+def test_finish_reason_table(raw: str) -> None:
+    result = run(sse(chunk(choice(content="a")), chunk(choice(finish=raw)), "[DONE]"), "openai")
+    end = result.of(MessageEnd)[0]
+    assert end.raw_finish_reason == raw
+    assert end.finish_reason == FINISH_REASONS.get(raw, "other")
+
+
+def test_refusal_and_logprobs_deltas() -> None:
+    lp = {"content": None, "refusal": [{"token": "I'm", "logprob": -0.1}]}
+    stream = sse(
+        chunk(choice(role="assistant", content=None, refusal="")),
+        chunk(choice(refusal="I'm", logprobs=lp)),
+        chunk(choice(refusal=" sorry")),
+        chunk(choice(finish="stop")),
+        "[DONE]",
+    )
+    result = run(stream, "openai")
+    blocks = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.text) for b in blocks] == [("refusal", "I'm sorry")]
+    assert blocks[0].logprobs == [lp]
+
+
+def test_text_logprobs_ride_on_the_delta() -> None:
+    lp = {"content": [{"token": "Foo", "logprob": -0.5, "bytes": [70, 111, 111]}]}
+    result = run(sse(chunk(choice(content="Foo", logprobs=lp)), chunk(choice(finish="stop"))),
+                 "openai")
+    assert [e.logprobs for e in result.of(BlockDelta)] == [lp]
+
+
+def test_logprobs_without_text_are_a_notice() -> None:
+    lp = {"content": [{"token": "", "logprob": 0.0}]}
+    result = run(sse(chunk(choice(content="", logprobs=lp)), chunk(choice(finish="stop"))),
+                 "openai")
+    notices = [n for n in result.of(Notice) if n.kind == "logprobs"]
+    assert [n.data for n in notices] == [{"choice": 0, "logprobs": lp}]
+
+
+def test_reasoning_extensions_open_a_reasoning_block_then_text() -> None:
+    stream = sse(
+        chunk(choice(role="assistant", content="")),
+        chunk(choice(reasoning_content="think")),
+        chunk(choice(reasoning=" more", channel="analysis")),
+        chunk(choice(content="answer")),
+        chunk(choice(finish="stop")),
+    )
+    blocks = accumulate(run(stream, "openai").events).choice(0).ordered()
+    assert [(b.kind, b.text, b.ended) for b in blocks] == [
+        ("reasoning", "think more", True),
+        ("text", "answer", True),
+    ]
+
+
+# -- tool calls -------------------------------------------------------------------------------
+
+
+def test_tool_calls_sparse_indices_above_zero_interleaved() -> None:
+    stream = sse(
+        chunk(choice(role="assistant", content=None, tool_calls=[call(3, "", "call_a", "f")])),
+        chunk(choice(tool_calls=[call(7, '{"y"', "call_b", "g")])),
+        chunk(choice(tool_calls=[call(3, '{"x": 1')])),
+        chunk(choice(tool_calls=[call(7, ": 2}"), call(3, "}")])),
+        chunk(choice(finish="tool_calls")),
+        "[DONE]",
+    )
+    result = run(stream, "openai")
+    assert result.error is None and result.warnings == []
+    blocks = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.id, b.name, b.text, b.ended) for b in blocks] == [
+        ("tool_call", "call_a", "f", '{"x": 1}', True),
+        ("tool_call", "call_b", "g", '{"y": 2}', True),
+    ]
+    assert result.of(MessageEnd)[0].finish_reason == "tool_calls"
+
+
+def test_text_then_tool_call_closes_the_text_block() -> None:
+    stream = sse(
+        chunk(choice(content="Let me check.")),
+        chunk(choice(tool_calls=[call(0, "{}", "call_1", "lookup")])),
+        chunk(choice(finish="tool_calls")),
+    )
+    result = run(stream, "openai")
+    names = [(type(e).__name__, getattr(e, "index", None)) for e in result.events]
+    assert names == [("MessageStart", None), ("BlockStart", 0), ("BlockDelta", 0),
+                     ("BlockEnd", 0), ("BlockStart", 1), ("BlockDelta", 1), ("BlockEnd", 1),
+                     ("MessageEnd", None)]
+
+
+def test_a_new_id_on_a_reused_index_is_a_new_call() -> None:
+    stream = sse(
+        chunk(choice(tool_calls=[call(0, '{"a": 1}', "call_1", "f")])),
+        chunk(choice(tool_calls=[call(0, '{"b": 2}', "call_2", "f")])),
+        chunk(choice(finish="tool_calls")),
+    )
+    blocks = accumulate(run(stream, "openai").events).choice(0).ordered()
+    assert [(b.id, b.text) for b in blocks] == [("call_1", '{"a": 1}'), ("call_2", '{"b": 2}')]
+
+
+def test_deprecated_function_call_delta() -> None:
+    stream = sse(
+        chunk(choice(function_call={"name": "f", "arguments": ""})),
+        chunk(choice(function_call={"arguments": '{"q": 1}'})),
+        chunk(choice(finish="function_call")),
+    )
+    result = run(stream, "openai")
+    blocks = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.name, b.text) for b in blocks] == [("tool_call", "f", '{"q": 1}')]
+    assert result.of(MessageEnd)[0].finish_reason == "tool_calls"
+
+
+def test_fragment_for_a_call_never_started_is_a_protocol_error() -> None:
+    stream = sse(chunk(choice(content="x")), chunk(choice(tool_calls=[call(2, '{"a"')])))
+    result = run(stream, "openai")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert result.error.provider == "openai"
+    assert result.error.position == 1
+    assert "never started" in str(result.error)
+    assert [e.text for e in result.of(BlockDelta)] == ["x"]  # what came before was yielded
+
+
+# -- several choices ----------------------------------------------------------------------------
+
+
+def test_n_choices_interleave_and_end_separately() -> None:
+    stream = sse(
+        chunk(choice(0, role="assistant", content=""), choice(1, role="assistant", content="")),
+        chunk(choice(1, content="B")),
+        chunk(choice(0, content="A")),
+        chunk(choice(1, finish="stop")),
+        chunk(choice(0, content="a")),
+        chunk(choice(0, finish="length")),
+        "[DONE]",
+    )
+    result = run(stream, "openai")
+    assert [e.choice for e in result.of(MessageStart)] == [0, 1]
+    folded = accumulate(result.events)
+    assert [b.text for b in folded.choice(0).ordered()] == ["Aa"]
+    assert [b.text for b in folded.choice(1).ordered()] == ["B"]
+    assert (folded.choice(0).raw_finish_reason, folded.choice(1).raw_finish_reason) == (
+        "length", "stop")
+
+
+def test_terminal_seen_only_when_every_choice_ended() -> None:
+    pipeline = Pipeline("openai")
+    pipeline.feed(sse(chunk(choice(0, content="a"), choice(1, content="b"))))
+    pipeline.feed(sse(chunk(choice(0, finish="stop"))))
+    assert not pipeline.provider.terminal_seen
+    pipeline.feed(sse(chunk(choice(1, finish="stop"))))
+    assert pipeline.provider.terminal_seen
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def test_error_in_data_payload_raises_after_the_events_before_it() -> None:
+    stream = sse(
+        chunk(choice(content="partial")),
+        {"error": {"message": "server overloaded", "type": "server_error", "code": None}},
+    )
+    seen: list[Any] = []
+    with pytest.raises(sf.StreamError) as info:
+        for event in sf.events([stream], provider="openai"):
+            seen.append(event)
+    assert [e.text for e in seen if isinstance(e, BlockDelta)] == ["partial"]
+    assert info.value.message == "server overloaded"
+    assert info.value.code == "server_error"
+    assert info.value.provider == "openai"
+    assert info.value.retryable_without_duplicate is False
+    assert isinstance(info.value.raw, sf.ServerSentEvent)
+
+
+def test_event_error_frame_before_any_content_is_retryable() -> None:
+    stream = sse(("error", {"error": {"message": "bad", "code": "tool_use_failed"}}))
+    result = run(stream, "openai")
+    assert isinstance(result.error, sf.StreamError)
+    assert result.error.code == "tool_use_failed"
+    assert result.error.retryable_without_duplicate is True
+
+
+def test_error_chunk_keeps_its_usage() -> None:
+    stream = sse(chunk(choice(content="x"), error={"code": 400, "message": "Token limit"},
+                       usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}))
+    result = run(stream, "openai")
+    assert result.of(UsageUpdate)[0].usage.total_tokens == 3
+    assert isinstance(result.error, sf.StreamError) and result.error.code == 400
+
+
+def test_non_json_payload_is_a_protocol_error() -> None:
+    result = run(sse(chunk(choice(content="x")), "{not json"), "openai")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert result.error.provider == "openai"
+    assert result.error.event == "message"
+    assert result.error.position == 1
+    assert "not valid JSON" in str(result.error)
+
+
+def test_done_is_ordinary_data() -> None:
+    result = run(sse(chunk(choice(content="x")), chunk(choice(finish="stop")), "[DONE]"),
+                 "openai")
+    assert result.error is None and result.warnings == []
+
+
+# -- ordering rules -----------------------------------------------------------------------------
+
+
+AFTER_DONE = sse(chunk(choice(content="x")), chunk(choice(finish="stop")), "[DONE]",
+                 chunk(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}))
+AFTER_FINISH = sse(chunk(choice(content="x")), chunk(choice(finish="stop")),
+                   chunk(choice(content="late")))
+
+
+@pytest.mark.parametrize(("stream", "rule"), [(AFTER_DONE, "after [DONE]"),
+                                              (AFTER_FINISH, "after its finish_reason")])
+def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rule: str) -> None:
+    lenient = run(stream, "openai")
+    assert lenient.error is None
+    assert len(lenient.warnings) == 1 and rule in lenient.warnings[0]
+    assert "late" not in "".join(e.text for e in lenient.of(BlockDelta))
+    strict = run(stream, "openai", strict=True)
+    assert isinstance(strict.error, sf.ProtocolError) and rule in str(strict.error)
+
+
+def test_repeated_empty_finishing_chunk_is_not_a_violation() -> None:
+    stream = sse(chunk(choice(content="x")), chunk(choice(finish="length")),
+                 chunk(choice(role="assistant", content="", finish="length")), "[DONE]")
+    result = run(stream, "openai", strict=True)
+    assert result.error is None
+    assert len(result.of(MessageEnd)) == 1
+
+
+def test_blocks_are_closed_before_the_message_end() -> None:
+    result = run(BASIC, "openai")
+    ends = [i for i, e in enumerate(result.events) if isinstance(e, BlockEnd)]
+    assert ends and ends[-1] < result.events.index(result.of(MessageEnd)[0])
+    assert result.of(BlockStart)[0].kind == "text"
+
+
+# -- async --------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
+    async def reads() -> Any:
+        for i in range(0, len(BASIC), 7):
+            yield BASIC[i : i + 7]
+
+    events = [e async for e in sf.aevents(reads(), provider="openai")]
+    assert events == run(BASIC, "openai").events

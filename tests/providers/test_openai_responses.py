@@ -1,0 +1,362 @@
+"""OpenAI Responses (``provider="openai-responses"``): captures, hand-written streams, rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    SignatureDelta,
+    UsageUpdate,
+)
+from streamfold.pipeline import Pipeline
+
+from .helpers import accumulate, captures, check_capture, run, split_at, sse
+
+P = "openai-responses"
+CAPTURES = captures("openai_responses")
+requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
+
+USAGE = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 9,
+         "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 29}
+
+
+class Seq:
+    """Builds events, numbering them when ``numbered`` (2025-H2 streams) and not otherwise."""
+
+    def __init__(self, numbered: bool = True) -> None:
+        self.numbered = numbered
+        self.n = 0
+
+    def __call__(self, name: str, **payload: Any) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"type": name, **payload}
+        if self.numbered:
+            body["sequence_number"] = self.n
+            self.n += 1
+        return (name, body)
+
+
+def response(status: str = "in_progress", **extra: Any) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "model": "gpt-x", "status": status,
+            "output": [], "usage": None, **extra}
+
+
+def text_stream(e: Seq, *deltas: str, terminal: str = "response.completed",
+                **terminal_response: Any) -> bytes:
+    status = {"response.completed": "completed", "response.incomplete": "incomplete"}[terminal]
+    return sse(
+        e("response.created", response=response()),
+        e("response.in_progress", response=response()),
+        e("response.output_item.added", output_index=0,
+          item={"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant",
+                "content": []}),
+        e("response.content_part.added", item_id="msg_1", output_index=0, content_index=0,
+          part={"type": "output_text", "text": "", "annotations": []}),
+        *(e("response.output_text.delta", item_id="msg_1", output_index=0, content_index=0,
+            delta=d, logprobs=[]) for d in deltas),
+        e("response.output_text.done", item_id="msg_1", output_index=0, content_index=0,
+          text="".join(deltas)),
+        e("response.content_part.done", item_id="msg_1", output_index=0, content_index=0,
+          part={"type": "output_text", "text": "".join(deltas)}),
+        e("response.output_item.done", output_index=0,
+          item={"type": "message", "id": "msg_1", "status": "completed"}),
+        e(terminal, response=response(status, usage=USAGE, **terminal_response)),
+    )
+
+
+BASIC = text_stream(Seq(), "The capital", " is Paris.")
+
+
+# -- captures ---------------------------------------------------------------------------------
+
+
+@requires_captures
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_capture_matches_expected(path: Path) -> None:
+    check_capture(path, P)
+
+
+STREAMS = [p.read_bytes() for p in CAPTURES] + [BASIC]
+
+
+@given(st.data())
+def test_chunking_invariance(data: st.DataObject) -> None:
+    stream = data.draw(st.sampled_from(STREAMS))
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
+    whole = run(stream, P)
+    split = run(split_at(stream, cuts), P)
+    assert split.events == whole.events
+    assert repr(split.error) == repr(whole.error)
+
+
+@requires_captures
+@pytest.mark.parametrize("path", [p for p in CAPTURES if p.stat().st_size < 20_000],
+                         ids=lambda p: p.stem)
+def test_capture_single_byte_reads(path: Path) -> None:
+    data = path.read_bytes()
+    pieces = run([data[i : i + 1] for i in range(len(data))], P)
+    whole = run(data, P)
+    assert pieces.events == whole.events
+    assert repr(pieces.error) == repr(whole.error)
+
+
+# -- hand-written streams ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("numbered", [True, False], ids=["sequence_number", "none"])
+def test_text_stream_with_or_without_sequence_numbers(numbered: bool) -> None:
+    stream = text_stream(Seq(numbered), "The capital", " is Paris.")
+    pipeline = Pipeline(P)
+    events = pipeline.feed(stream) + pipeline.close()
+    assert pipeline.provider.sequence == (8 if numbered else None)
+    assert pipeline.provider.terminal_seen
+    folded = accumulate(events)
+    blocks = folded.choice(0).ordered()
+    assert [(b.kind, b.text, b.ended) for b in blocks] == [("text", "The capital is Paris.", True)]
+    assert blocks[0].extra == {"item_id": "msg_1"}
+    start = next(e for e in events if isinstance(e, MessageStart))
+    assert (start.id, start.model) == ("resp_1", "gpt-x")
+    end = next(e for e in events if isinstance(e, MessageEnd))
+    assert (end.finish_reason, end.raw_finish_reason) == ("stop", "completed")
+    usage = folded.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (20, 9, 29)
+    assert (usage.cached_tokens, usage.reasoning_tokens) == (4, 3)
+    assert not [e for e in events if isinstance(e, Notice)]
+
+
+def test_incomplete_max_output_tokens_is_length() -> None:
+    stream = text_stream(Seq(), "Par", terminal="response.incomplete",
+                         incomplete_details={"reason": "max_output_tokens"})
+    end = run(stream, P).of(MessageEnd)[0]
+    assert (end.finish_reason, end.raw_finish_reason) == ("length", "max_output_tokens")
+
+
+def test_incomplete_content_filter() -> None:
+    stream = text_stream(Seq(), "x", terminal="response.incomplete",
+                         incomplete_details={"reason": "content_filter"})
+    assert run(stream, P).of(MessageEnd)[0].finish_reason == "content_filter"
+
+
+def test_function_call_uses_call_id_and_keeps_the_item_id() -> None:
+    e = Seq(numbered=False)
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_capital",
+            "arguments": "", "status": "in_progress"}
+    stream = sse(
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=item),
+        e("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='{"c'),
+        e("response.function_call_arguments.delta", item_id="fc_1", output_index=0,
+          delta='ountry":"France"}'),
+        e("response.function_call_arguments.done", item_id="fc_1", output_index=0,
+          arguments='{"country":"France"}'),
+        e("response.output_item.done", output_index=0,
+          item={**item, "arguments": '{"country":"France"}', "status": "completed"}),
+        e("response.completed", response=response("completed", usage=USAGE)),
+    )
+    result = run(stream, P, strict=True)
+    assert result.error is None
+    block = accumulate(result.events).choice(0).ordered()[0]
+    assert (block.kind, block.id, block.name, block.text) == (
+        "tool_call", "call_1", "get_capital", '{"country":"France"}')
+    assert block.extra == {"item_id": "fc_1"}
+    assert block.data["status"] == "completed"  # the final item rides on the BlockEnd
+
+
+def test_reasoning_summary_parts_and_encrypted_content() -> None:
+    e = Seq()
+    item = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "enc0"}
+    stream = sse(
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=item),
+        e("response.reasoning_summary_part.added", item_id="rs_1", output_index=0,
+          summary_index=0, part={"type": "summary_text", "text": ""}),
+        e("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0,
+          summary_index=0, delta="**One**"),
+        e("response.reasoning_summary_part.done", item_id="rs_1", output_index=0,
+          summary_index=0, part={"type": "summary_text", "text": "**One**"}),
+        e("response.reasoning_summary_part.added", item_id="rs_1", output_index=0,
+          summary_index=1, part={"type": "summary_text", "text": ""}),
+        e("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0,
+          summary_index=1, delta="**Two**"),
+        e("response.output_item.done", output_index=0,
+          item={**item, "encrypted_content": "enc1",
+                "summary": [{"type": "summary_text", "text": "**One**"}]}),
+        e("response.completed", response=response("completed", usage=USAGE)),
+    )
+    result = run(stream, P)
+    assert [s.signature for s in result.of(SignatureDelta)] == ["enc0", "enc1"]
+    block = accumulate(result.events).choice(0).ordered()[0]
+    assert (block.kind, block.text, block.signature) == ("reasoning", "**One**\n\n**Two**", "enc1")
+    assert block.extra == {"item_id": "rs_1"}
+
+
+def test_refusal_part() -> None:
+    e = Seq()
+    stream = sse(
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0,
+          item={"type": "message", "id": "msg_1", "content": []}),
+        e("response.content_part.added", item_id="msg_1", output_index=0, content_index=0,
+          part={"type": "refusal", "refusal": ""}),
+        e("response.refusal.delta", item_id="msg_1", output_index=0, content_index=0,
+          delta="I can't"),
+        e("response.refusal.done", item_id="msg_1", output_index=0, content_index=0,
+          refusal="I can't"),
+        e("response.content_part.done", item_id="msg_1", output_index=0, content_index=0,
+          part={"type": "refusal", "refusal": "I can't"}),
+        e("response.output_item.done", output_index=0, item={"type": "message", "id": "msg_1"}),
+        e("response.completed", response=response("completed")),
+    )
+    blocks = accumulate(run(stream, P).events).choice(0).ordered()
+    assert [(b.kind, b.text) for b in blocks] == [("refusal", "I can't")]
+
+
+def test_annotations_are_code_point_citations_and_tools_report_progress() -> None:
+    e = Seq()
+    annotation = {"type": "url_citation", "start_index": 4, "end_index": 9, "url": "https://a",
+                  "title": "A — b"}
+    call = {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}
+    stream = sse(
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=call),
+        e("response.web_search_call.in_progress", output_index=0, item_id="ws_1"),
+        e("response.web_search_call.searching", output_index=0, item_id="ws_1"),
+        e("response.web_search_call.completed", output_index=0, item_id="ws_1"),
+        e("response.output_item.done", output_index=0,
+          item={**call, "status": "completed", "action": {"query": "q"}}),
+        e("response.output_item.added", output_index=1,
+          item={"type": "message", "id": "msg_1", "content": []}),
+        e("response.content_part.added", item_id="msg_1", output_index=1, content_index=0,
+          part={"type": "output_text", "text": ""}),
+        e("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0,
+          delta="Café’s news"),
+        e("response.output_text.annotation.added", item_id="msg_1", output_index=1,
+          content_index=0, annotation_index=0, annotation=annotation),
+        e("response.content_part.done", item_id="msg_1", output_index=1, content_index=0),
+        e("response.output_item.done", output_index=1, item={"type": "message", "id": "msg_1"}),
+        e("response.completed", response=response("completed")),
+    )
+    result = run(stream, P, strict=True)
+    assert result.error is None
+    progress = [n.message for n in result.of(Notice) if n.kind == "tool_progress"]
+    assert progress == ["response.web_search_call.in_progress",
+                        "response.web_search_call.searching",
+                        "response.web_search_call.completed"]
+    tool, text = accumulate(result.events).choice(0).ordered()
+    assert (tool.kind, tool.name, tool.data["action"]) == ("server_tool", "web_search_call",
+                                                           {"query": "q"})
+    citation = result.of(CitationAdded)[0].citation
+    assert (citation.start, citation.end, citation.block, citation.sources) == (
+        4, 9, text.index, [annotation])
+    assert text.text[citation.start : citation.end] == "’s ne"  # code points
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"type": "error", "code": "server_error", "message": "boom", "param": None},
+        {"type": "error", "error": {"type": "server_error", "code": "server_error",
+                                    "message": "boom", "param": None}},
+    ],
+    ids=["flat", "nested"],
+)
+def test_error_event_in_both_shapes(payload: dict[str, Any]) -> None:
+    stream = text_stream(Seq(numbered=False), "half")
+    stream = stream[: stream.index(b"event: response.output_text.done")] + sse(("error", payload))
+    seen = []
+    with pytest.raises(sf.StreamError) as info:
+        for event in sf.events([stream], provider=P):
+            seen.append(event)
+    assert (info.value.code, info.value.message) == ("server_error", "boom")
+    assert [e.text for e in seen if isinstance(e, BlockDelta)] == ["half"]
+    assert info.value.retryable_without_duplicate is False
+
+
+def test_failed_response_raises_with_its_error() -> None:
+    e = Seq()
+    stream = sse(e("response.created", response=response()),
+                 e("response.failed", response=response(
+                     "failed", error={"code": "rate_limit_exceeded", "message": "slow down"})))
+    result = run(stream, P)
+    assert isinstance(result.error, sf.StreamError)
+    assert (result.error.code, result.error.message) == ("rate_limit_exceeded", "slow down")
+    assert result.error.retryable_without_duplicate is True
+    assert result.of(MessageEnd) == []
+
+
+def test_unknown_event_is_unknown() -> None:
+    e = Seq(numbered=False)
+    stream = sse(e("response.created", response=response()), e("response.brand_new", x=1),
+                 e("response.completed", response=response("completed")))
+    assert run(stream, P).unknown == ["response.brand_new"]
+
+
+def test_delta_for_an_item_never_added_is_a_protocol_error() -> None:
+    e = Seq()
+    stream = sse(e("response.created", response=response()),
+                 e("response.output_text.delta", item_id="m", output_index=3, content_index=0,
+                   delta="x"))
+    result = run(stream, P)
+    assert isinstance(result.error, sf.ProtocolError)
+    assert (result.error.provider, result.error.event, result.error.position) == (
+        P, "response.output_text.delta", 1)
+
+
+def test_non_json_payload_is_a_protocol_error() -> None:
+    result = run(sse(("response.created", "nope")), P)
+    assert isinstance(result.error, sf.ProtocolError)
+    assert result.error.event == "response.created" and result.error.position == 0
+
+
+AFTER_TERMINAL = BASIC + sse(("response.in_progress", {"type": "response.in_progress"}))
+BACKWARDS = BASIC.replace(b'"sequence_number": 8', b'"sequence_number": 3')
+UNCLOSED = sse(*[f for f in (
+    ("response.created", {"type": "response.created", "response": response()}),
+    ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                    "item": {"type": "function_call", "id": "fc", "call_id": "c",
+                                             "name": "f", "arguments": ""}}),
+    ("response.completed", {"type": "response.completed", "response": response("completed")}),
+)])
+
+
+@pytest.mark.parametrize(("stream", "rule"), [
+    (AFTER_TERMINAL, "after the terminal event"),
+    (BACKWARDS, "sequence_number 3 after 7"),
+    (UNCLOSED, "never closed"),
+])
+def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rule: str) -> None:
+    lenient = run(stream, P)
+    assert lenient.error is None
+    assert len(lenient.warnings) == 1 and rule in lenient.warnings[0]
+    strict = run(stream, P, strict=True)
+    assert isinstance(strict.error, sf.ProtocolError) and rule in str(strict.error)
+
+
+def test_events_keep_their_frame() -> None:
+    result = run(BASIC, P)
+    assert all(isinstance(e.raw, sf.ServerSentEvent) for e in result.events)
+    assert [type(e) for e in result.events].count(BlockStart) == 1
+    assert [type(e) for e in result.events].count(BlockEnd) == 1
+    assert len(result.of(UsageUpdate)) == 1
+
+
+@pytest.mark.anyio
+async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
+    async def reads() -> Any:
+        for i in range(0, len(BASIC), 13):
+            yield BASIC[i : i + 13]
+
+    events = [e async for e in sf.aevents(reads(), provider=P)]
+    assert events == run(BASIC, P).events

@@ -1,0 +1,735 @@
+"""The fold's rules on hand-written event sequences (no provider involved)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+import streamfold as sf
+from streamfold import folder as folder_module
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    Event,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    Notice,
+    RunStatus,
+    SignatureDelta,
+    SourcesAdded,
+    StepEnd,
+    StepStart,
+    ToolResultAdded,
+    Unknown,
+    UsageUpdate,
+)
+from streamfold.message import Citation, Message, ToolResult, Usage
+
+
+def feed(events: Iterable[Event], provider: str = "test", *, strict: bool = False) -> sf.Folder:
+    folder = sf.Folder(provider, strict=strict)
+    for event in events:
+        folder.add(event)
+    return folder
+
+
+def fold(events: Iterable[Event], provider: str = "test", *, strict: bool = False) -> Message:
+    return feed(events, provider, strict=strict).result()
+
+
+def text_block(index: int, *pieces: str, choice: int = 0) -> list[Event]:
+    return [
+        BlockStart(index=index, kind="text", choice=choice),
+        *(BlockDelta(index=index, kind="text", text=p, choice=choice) for p in pieces),
+        BlockEnd(index=index, kind="text", choice=choice),
+    ]
+
+
+def call_block(index: int, *fragments: str, call_id: str = "c", name: str = "f") -> list[Event]:
+    return [
+        BlockStart(index=index, kind="tool_call", id=call_id, name=name),
+        *(BlockDelta(index=index, kind="tool_call", text=f) for f in fragments),
+        BlockEnd(index=index, kind="tool_call"),
+    ]
+
+
+def end(finish: Any = "stop", raw: str | None = "STOP", choice: int = 0) -> MessageEnd:
+    return MessageEnd(finish_reason=finish, raw_finish_reason=raw, choice=choice)
+
+
+# -- the outcome is decided by the last event --------------------------------------------------
+
+
+def test_complete_message_with_its_terminal_event() -> None:
+    m = fold([MessageStart(id="m1", model="x"), *text_block(0, "Hel", "lo"), end()])
+    assert m.complete
+    assert m.text == "Hello"
+    assert (m.id, m.model, m.role, m.provider) == ("m1", "x", "assistant", "test")
+    assert m.finish_reason == "stop"
+    assert m.raw_finish_reason == "STOP"
+    assert m.choices == [m]
+
+
+def test_no_events_is_incomplete() -> None:
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        feed([]).result()
+    assert isinstance(info.value.partial, Message)
+    assert info.value.partial.text == ""
+    assert not info.value.partial.complete
+
+
+def test_input_ending_before_the_terminal_event_raises_with_the_partial() -> None:
+    folder = feed(
+        [
+            MessageStart(),
+            *text_block(0, "The answer is"),
+            BlockStart(index=1, kind="tool_call", id="call_1", name="lookup"),
+            BlockDelta(index=1, kind="tool_call", text='{"q": "weath'),
+        ]
+    )
+    assert not folder.complete
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        folder.result()
+    partial = info.value.partial
+    assert partial.text == "The answer is"
+    assert not partial.complete
+    call = partial.tool_calls[0]
+    assert call.complete is False
+    assert call.arguments is None
+    assert call.error is not None
+    assert call.arguments_json == '{"q": "weath'
+    assert call.partial_arguments() == {"q": "weath"}
+    assert partial.blocks[1].tool_call is call
+    assert partial.blocks[1].complete is False
+    assert partial.blocks[0].complete is True
+
+
+def test_an_open_call_whose_text_happens_to_be_valid_is_still_incomplete_at_eof() -> None:
+    events = [MessageStart(), BlockStart(index=0, kind="tool_call", id="a", name="f")]
+    events.append(BlockDelta(index=0, kind="tool_call", text="{}"))
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        fold(events)
+    call = info.value.partial.tool_calls[0]
+    assert (call.complete, call.arguments) == (False, None)
+    assert call.error
+
+
+def test_every_started_choice_must_end() -> None:
+    events = [
+        MessageStart(choice=0),
+        MessageStart(choice=1),
+        *text_block(0, "a"),
+        *text_block(1, "b", choice=1),
+        end(choice=0),
+    ]
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        fold(events)
+    partial = info.value.partial
+    assert [c.text for c in partial.choices] == ["a", "b"]
+    assert [c.finish_reason for c in partial.choices] == ["stop", None]
+    assert fold([*events, end(choice=1)]).complete
+
+
+def test_a_durable_run_needs_its_terminal_status() -> None:
+    events = [
+        RunStatus(status="running", run_id="run-1"),
+        MessageStart(),
+        *text_block(0, "done"),
+        end(),
+        RunStatus(status="completing", run_id="run-1"),
+    ]
+    folder = feed(events)
+    assert not folder.complete
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        folder.result()
+    assert info.value.partial.status == "completing"
+    assert info.value.partial.text == "done"
+    folder.add(RunStatus(status="completed", run_id="run-1", terminal=True))
+    m = folder.result()
+    assert m.complete
+    assert m.status == "completed"
+
+
+def test_length_finish_completes_normally() -> None:
+    m = fold([MessageStart(), *text_block(0, '{"'), end("length", "MAX_TOKENS")])
+    assert m.complete
+    assert (m.finish_reason, m.raw_finish_reason) == ("length", "MAX_TOKENS")
+    assert m.text == '{"'
+
+
+def test_stream_error_gets_partial_and_retryable_when_nothing_was_produced() -> None:
+    folder = feed([MessageStart(), BlockStart(index=0, kind="text")])
+    error = sf.StreamError("Overloaded", code="overloaded_error", raw={"error": {"type": "x"}})
+    folder.annotate_error(error)
+    assert error.retryable_without_duplicate is True
+    assert isinstance(error.partial, Message)
+    assert error.partial.finish_reason == "error"
+    assert error.partial.error == {"type": "x"}
+    assert not error.partial.complete
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        text_block(0, "x"),
+        [BlockStart(index=0, kind="reasoning"), BlockDelta(index=0, kind="reasoning", text="t")],
+        [BlockStart(index=0, kind="tool_plan"), BlockDelta(index=0, kind="tool_plan", text="p")],
+        [BlockStart(index=0, kind="refusal"), BlockDelta(index=0, kind="refusal", text="no")],
+        [BlockStart(index=0, kind="tool_call", id="c", name="f")],
+        [BlockStart(index=0, kind="reasoning", complete=True, data={"data": "opaque"})],
+        [ToolResultAdded(result=ToolResult(call_id="c", output="1"))],
+    ],
+    ids=["text", "reasoning", "tool_plan", "refusal", "tool_call", "redacted", "tool_result"],
+)
+def test_stream_error_after_content_is_not_retryable(events: list[Event]) -> None:
+    folder = feed([MessageStart(), *events])
+    error = sf.StreamError("boom", code="x")
+    folder.annotate_error(error)
+    assert error.retryable_without_duplicate is False
+    assert error.partial is not None
+
+
+def test_stream_error_partial_marks_open_calls_and_keeps_text() -> None:
+    folder = feed(
+        [
+            MessageStart(),
+            *text_block(0, "Let me check."),
+            BlockStart(index=1, kind="tool_call", id="c1", name="f"),
+            BlockDelta(index=1, kind="tool_call", text='{"a": 1'),
+        ]
+    )
+    error = sf.StreamError("cut", code="api_error")
+    folder.annotate_error(error)
+    partial = error.partial
+    assert partial.text == "Let me check."
+    assert partial.tool_calls[0].arguments is None
+    assert partial.tool_calls[0].complete is False
+    assert partial.tool_calls[0].error
+    assert partial.error == {"code": "api_error", "message": "cut"}
+
+
+def test_error_object_is_read_from_the_error_frame() -> None:
+    frame = sf.ServerSentEvent(event="error", data='{"error": {"type": "api_error"}}')
+    folder = feed([MessageStart()])
+    error = sf.StreamError("Internal", code="api_error", raw=frame)
+    folder.annotate_error(error)
+    assert error.partial.error == {"type": "api_error"}
+
+
+def test_protocol_error_gets_the_partial() -> None:
+    folder = feed([MessageStart(), *text_block(0, "so far")])
+    error = sf.ProtocolError("bad bytes")
+    folder.annotate_error(error)
+    assert error.partial.text == "so far"
+
+
+# -- finish reasons ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("finish", "raw"), [("stop", "STOP"), ("other", "completed")])
+def test_stop_with_complete_tool_calls_becomes_tool_calls(finish: Any, raw: str) -> None:
+    m = fold([MessageStart(), *call_block(0, '{"x": 1}'), end(finish, raw)])
+    assert m.finish_reason == "tool_calls"
+    assert m.raw_finish_reason == raw
+
+
+def test_calls_an_agent_already_ran_do_not_make_a_tool_turn() -> None:
+    ran = ToolResultAdded(result=ToolResult(call_id="c1", output="42"))
+    events = [MessageStart(), *call_block(0, "{}", call_id="c1"), ran, *text_block(1, "42")]
+    assert fold([*events, end()]).finish_reason == "stop"
+    more = [*events, *call_block(2, "{}", call_id="c2"), end()]
+    assert fold(more).finish_reason == "tool_calls"
+
+
+def test_stop_without_tool_calls_stays_stop() -> None:
+    assert fold([MessageStart(), *text_block(0, "hi"), end()]).finish_reason == "stop"
+
+
+def test_length_with_tool_calls_stays_length() -> None:
+    m = fold([MessageStart(), *call_block(0, '{"x": 1}'), end("length", "length")])
+    assert m.finish_reason == "length"
+
+
+def test_stop_with_only_a_truncated_call_is_not_tool_calls() -> None:
+    events = [MessageStart(), BlockStart(index=0, kind="tool_call", id="c", name="f")]
+    events += [BlockDelta(index=0, kind="tool_call", text='{"a": '), end()]
+    m = fold(events)
+    assert m.finish_reason == "stop"
+    assert m.tool_calls[0].complete is False
+
+
+def test_server_tools_do_not_make_a_tool_turn() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="server_tool", id="s1", name="web_search"),
+        BlockDelta(index=0, kind="server_tool", text='{"query": "news"}'),
+        BlockEnd(index=0, kind="server_tool"),
+        *text_block(1, "Here."),
+        end("stop", "end_turn"),
+    ]
+    m = fold(events)
+    assert m.finish_reason == "stop"
+    assert m.tool_calls == []
+    server = m.blocks[0].tool_call
+    assert server is not None
+    assert server.arguments == {"query": "news"}
+
+
+# -- content -----------------------------------------------------------------------------------
+
+
+def test_text_joins_text_blocks_in_block_order_and_keeps_reasoning_apart() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=2, kind="text"),
+        BlockStart(index=0, kind="reasoning"),
+        BlockStart(index=1, kind="text"),
+        BlockDelta(index=2, kind="text", text="world"),
+        BlockDelta(index=0, kind="reasoning", text="think "),
+        BlockDelta(index=1, kind="text", text="hello "),
+        BlockDelta(index=0, kind="reasoning", text="hard"),
+        BlockEnd(index=0, kind="reasoning"),
+        BlockEnd(index=1, kind="text"),
+        BlockEnd(index=2, kind="text"),
+        end(),
+    ]
+    m = fold(events)
+    assert m.text == "hello world"
+    assert m.reasoning == "think hard"
+    assert [(b.index, b.kind, b.text) for b in m.blocks] == [
+        (0, "reasoning", "think hard"),
+        (1, "text", "hello "),
+        (2, "text", "world"),
+    ]
+    assert all(b.complete for b in m.blocks)
+
+
+def test_signature_replaces_and_redacted_blocks_are_kept() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="reasoning"),
+        BlockDelta(index=0, kind="reasoning", text="hmm"),
+        SignatureDelta(index=0, signature="first"),
+        SignatureDelta(index=0, signature="second"),
+        BlockEnd(index=0, kind="reasoning"),
+        BlockStart(index=1, kind="reasoning", complete=True, data={"type": "redacted_thinking"}),
+        BlockEnd(index=1, kind="reasoning"),
+        *text_block(2, "ok"),
+        end(),
+    ]
+    m = fold(events)
+    assert m.blocks[0].signature == "second"
+    assert m.blocks[1].data == {"type": "redacted_thinking"}
+    assert m.blocks[1].text == ""
+    assert m.blocks[1].complete
+    assert m.reasoning == "hmm"
+
+
+def test_initial_text_of_a_block_start_is_kept() -> None:
+    m = fold([MessageStart(), BlockStart(index=0, kind="text", text="Hi"), end()])
+    assert m.text == "Hi"
+
+
+def test_tool_plan_and_refusal() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="tool_plan"),
+        BlockDelta(index=0, kind="tool_plan", text="I will "),
+        BlockDelta(index=0, kind="tool_plan", text="search."),
+        BlockEnd(index=0, kind="tool_plan"),
+        BlockStart(index=1, kind="refusal"),
+        BlockDelta(index=1, kind="refusal", text="I can't."),
+        end(),
+    ]
+    m = fold(events)
+    assert m.tool_plan == "I will search."
+    assert m.refusal == "I can't."
+    assert m.text == ""
+    assert m.blocks[1].kind == "refusal"
+
+
+def test_tool_call_arguments_parsed_at_block_end() -> None:
+    m = fold([MessageStart(), *call_block(0, '{"ci', 'ty": "Paris"', "}", call_id="call_1"), end()])
+    call = m.tool_calls[0]
+    assert (call.index, call.id, call.name, call.block) == (0, "call_1", "f", 0)
+    assert call.arguments == {"city": "Paris"}
+    assert call.arguments_json == '{"city": "Paris"}'
+    assert call.complete is True
+    assert call.error is None
+
+
+def test_tool_call_arguments_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = folder_module._JsonAccumulator
+    values: list[int] = []
+
+    class Counting:
+        def __init__(self) -> None:
+            self._acc = real()
+
+        def push(self, text: str) -> None:
+            self._acc.push(text)
+
+        @property
+        def text(self) -> str:
+            return str(self._acc.text)
+
+        def value(self) -> Any:
+            values.append(1)
+            return self._acc.value()
+
+        def partial(self) -> Any:
+            return self._acc.partial()
+
+    monkeypatch.setattr(folder_module, "_JsonAccumulator", Counting)
+    fragments = ['{"a"', ": [1, ", "2, 3", "]}"]
+    m = fold([MessageStart(), *call_block(0, *fragments), end()])
+    assert m.tool_calls[0].arguments == {"a": [1, 2, 3]}
+    assert values == [1]
+
+
+def test_invalid_arguments_closed_by_the_stream() -> None:
+    m = fold([MessageStart(), *call_block(0, '{"a": 1,,}'), end()])
+    call = m.tool_calls[0]
+    assert call.arguments is None
+    assert call.error is not None
+    assert "invalid" in call.error
+    assert call.complete is True  # the stream closed it; its text is just not valid
+    assert call.arguments_json == '{"a": 1,,}'
+
+
+def test_truncated_arguments_closed_by_the_stream() -> None:
+    m = fold([MessageStart(), *call_block(0, '{"a": [1'), end()])
+    call = m.tool_calls[0]
+    assert (call.arguments, call.complete) == (None, True)
+    assert call.error is not None
+    assert "incomplete" in call.error
+
+
+def test_open_call_at_the_terminal_event_counts_as_closed_only_if_valid() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="tool_call", id="a", name="f"),
+        BlockDelta(index=0, kind="tool_call", text='{"x": 1}'),
+        BlockStart(index=1, kind="tool_call", id="b", name="g"),
+        BlockDelta(index=1, kind="tool_call", text='{"lines": ["# TITLE'),
+        end("length", "max_tokens"),
+    ]
+    m = fold(events)
+    first, second = m.tool_calls
+    assert (first.arguments, first.complete) == ({"x": 1}, True)
+    assert (second.arguments, second.complete) == (None, False)
+    assert second.error is not None
+    assert second.arguments_json == '{"lines": ["# TITLE'
+    assert m.blocks[1].complete is False
+    assert m.finish_reason == "length"
+
+
+@pytest.mark.parametrize("fragments", [(), ("",), ("  ",)])
+def test_empty_argument_text_means_empty_object(fragments: tuple[str, ...]) -> None:
+    call = fold([MessageStart(), *call_block(0, *fragments), end()]).tool_calls[0]
+    assert call.arguments == {}
+    assert call.complete is True
+    assert call.error is None
+
+
+def test_start_arguments_stand_when_no_fragment_follows() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="tool_call", id="t", name="f", arguments={}),
+        BlockDelta(index=0, kind="tool_call", text=""),
+        BlockEnd(index=0, kind="tool_call"),
+        end(),
+    ]
+    assert fold(events).tool_calls[0].arguments == {}
+
+
+def test_whole_calls_are_taken_as_they_are() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(
+            index=0, kind="tool_call", id="a", name="f", complete=True, arguments={"é": [1, 2]}
+        ),
+        BlockEnd(index=0, kind="tool_call"),
+        BlockStart(
+            index=1,
+            kind="tool_call",
+            id="b",
+            name="g",
+            complete=True,
+            arguments={"location": "SF"},
+            text='{"location":   "SF"}',
+        ),
+        BlockEnd(index=1, kind="tool_call"),
+        BlockStart(index=2, kind="tool_call", id="c", name="h", complete=True),
+        BlockEnd(index=2, kind="tool_call"),
+        end(),
+    ]
+    a, b, c = fold(events).tool_calls
+    assert (a.arguments, a.arguments_json, a.complete) == ({"é": [1, 2]}, '{"é": [1, 2]}', True)
+    assert (b.arguments, b.arguments_json) == ({"location": "SF"}, '{"location":   "SF"}')
+    assert (c.arguments, c.arguments_json) == ({}, "{}")
+    assert [t.index for t in (a, b, c)] == [0, 1, 2]
+
+
+def test_whole_call_extra_is_kept() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(
+            index=0,
+            kind="tool_call",
+            name="get_country",
+            complete=True,
+            arguments={},
+            extra={"thoughtSignature": "sig"},
+        ),
+        BlockEnd(index=0, kind="tool_call"),
+        end(),
+    ]
+    call = fold(events).tool_calls[0]
+    assert call.extra == {"thoughtSignature": "sig"}
+
+
+def test_calls_interleaving_by_block_index() -> None:
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="tool_call", id="a", name="f"),
+        BlockStart(index=1, kind="tool_call", id="b", name="g"),
+        BlockDelta(index=0, kind="tool_call", text='{"x":'),
+        BlockDelta(index=1, kind="tool_call", text='{"y":'),
+        BlockDelta(index=0, kind="tool_call", text="1}"),
+        BlockDelta(index=1, kind="tool_call", text="2}"),
+        BlockEnd(index=0, kind="tool_call"),
+        BlockEnd(index=1, kind="tool_call"),
+        end("tool_calls", "tool_calls"),
+    ]
+    a, b = fold(events).tool_calls
+    assert (a.id, a.arguments) == ("a", {"x": 1})
+    assert (b.id, b.arguments) == ("b", {"y": 2})
+
+
+def test_citations_go_on_the_message_and_the_block() -> None:
+    cite = Citation(start=0, end=5, text="Hello", sources=[{"id": "doc"}], block=0)
+    orphan = Citation(start=None, end=None, text="x", block=None)
+    events = [MessageStart(), *text_block(0, "Hello")]
+    events += [CitationAdded(citation=cite), CitationAdded(citation=orphan), end()]
+    m = fold(events)
+    assert m.citations == [cite, orphan]
+    assert m.blocks[0].citations == [cite]
+
+
+def test_last_usage_wins() -> None:
+    first = Usage(input_tokens=10, output_tokens=1, raw={"n": 1})
+    last = Usage(input_tokens=10, output_tokens=50, total_tokens=60, raw={"n": 2})
+    m = fold(
+        [
+            MessageStart(),
+            UsageUpdate(usage=first),
+            *text_block(0, "a"),
+            UsageUpdate(usage=last),
+            end(),
+        ]
+    )
+    assert m.usage is last
+    assert m.usage.output_tokens == 50
+
+
+# -- agent platforms ---------------------------------------------------------------------------
+
+
+def test_tool_results_media_and_notices() -> None:
+    result = ToolResult(call_id="call_1", output="1", is_error=False)
+    failed = ToolResult(call_id="call_2", output="boom", is_error=True)
+    events = [
+        MessageStart(),
+        *call_block(0, '{"text": "hello"}', call_id="call_1", name="word_count"),
+        ToolResultAdded(result=result),
+        ToolResultAdded(result=failed),
+        MediaAdded(media={"type": "image", "url": "u"}),
+        Notice(kind="ping"),
+        Notice(kind="compression_start", data={"tokens": 1000}),
+        Notice(kind="warning", message="something odd"),
+        *text_block(1, "1 word"),
+        end(),
+    ]
+    m = fold(events)
+    assert m.tool_results == [result, failed]
+    assert m.media == [{"type": "image", "url": "u"}]
+    assert [n.kind for n in m.notices] == ["compression_start"]
+    assert m.warnings == ["something odd"]
+
+
+def test_steps_nest_with_order_parent_depth() -> None:
+    events = [
+        MessageStart(),
+        StepStart(name="plan"),
+        StepStart(name="search"),
+        StepEnd(name="search"),
+        StepStart(name="read"),
+        StepEnd(name=None),
+        StepEnd(name="plan"),
+        StepStart(name="answer", id="s9"),
+        StepEnd(name=None, id="s9"),
+        *text_block(0, "ok"),
+        end(),
+    ]
+    m = fold(events)
+    plan, answer = m.steps
+    assert (plan.name, plan.order, plan.parent, plan.depth, plan.complete) == (
+        "plan",
+        0,
+        None,
+        0,
+        True,
+    )
+    search, read = plan.children
+    assert (search.order, search.parent, search.depth, search.complete) == (1, 0, 1, True)
+    assert (read.order, read.parent, read.depth, read.complete) == (2, 0, 1, True)
+    assert (answer.order, answer.id, answer.complete) == (3, "s9", True)
+    assert m.warnings == []
+
+
+def test_step_never_ended_stays_incomplete_and_unknown_end_warns() -> None:
+    events = [MessageStart(), StepStart(name="a"), StepEnd(name="zzz"), end()]
+    m = fold(events)
+    assert m.steps[0].complete is False
+    assert len(m.warnings) == 1
+    assert "zzz" in m.warnings[0]
+    with pytest.raises(sf.ProtocolError):
+        fold(events, strict=True)
+
+
+def test_sources_none_versus_empty() -> None:
+    base: list[Event] = [MessageStart(), *text_block(0, "x"), end()]
+    assert fold(base).sources is None
+    assert fold([SourcesAdded(sources=None), *base]).sources is None
+    assert fold([SourcesAdded(sources=[]), *base]).sources == []
+    both = [SourcesAdded(sources=[{"id": 1}], queries=["q"]), SourcesAdded(sources=None), *base]
+    m = fold(both)
+    assert m.sources == [{"id": 1}]
+    assert m.search_queries == ["q"]
+
+
+def test_search_query_notices_are_collected() -> None:
+    events = [MessageStart(), Notice(kind="search_queries", data=[{"text": "q1"}]), end()]
+    assert fold(events).search_queries == [{"text": "q1"}]
+
+
+def test_waiting_run_exposes_its_pending_call() -> None:
+    waiting = RunStatus(
+        status="waiting",
+        run_id="run-123",
+        pending_tool_call_id="call-123",
+        pending_tool_name="ask_user",
+        pending_tool_input={"questions": ["Which city?"]},
+    )
+    folder = feed([RunStatus(status="running", run_id="run-123"), MessageStart(), waiting])
+    snap = folder.snapshot()
+    assert snap.status == "waiting"
+    pending = snap.pending_tool_call
+    assert pending is not None
+    assert (pending.id, pending.name) == ("call-123", "ask_user")
+    assert pending.arguments == {"questions": ["Which city?"]}
+    assert pending.complete
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        folder.result()
+    assert info.value.partial.pending_tool_call == pending
+    folder.add(RunStatus(status="running", run_id="run-123"))
+    folder.add(end())
+    folder.add(RunStatus(status="completed", terminal=True))
+    m = folder.result()
+    assert m.pending_tool_call is None
+    assert m.status == "completed"
+
+
+def test_onecortex_result_must_equal_the_joined_text() -> None:
+    good = [MessageStart(), *text_block(0, "You said", ": hello")]
+    done = MessageEnd(
+        finish_reason="stop", raw_finish_reason="done", data={"result": "You said: hello"}
+    )
+    m = fold([*good, done], "onecortex")
+    assert m.warnings == []
+    bad = [*good, MessageEnd(finish_reason="stop", raw_finish_reason="done", data={"result": "X"})]
+    m = fold(bad, "onecortex")
+    assert len(m.warnings) == 1
+    assert "differs" in m.warnings[0]
+    with pytest.raises(sf.ProtocolError) as info:
+        fold(bad, "onecortex", strict=True)
+    assert info.value.partial.text == "You said: hello"
+    assert info.value.provider == "onecortex"
+
+
+# -- several choices ---------------------------------------------------------------------------
+
+
+def test_one_message_per_choice() -> None:
+    events: list[Event] = [MessageStart(id="c", choice=i) for i in range(3)]
+    for i in range(3):
+        events += text_block(10 + i, f"answer {i}", choice=i)
+    events += [end("length", "length", choice=1), end(choice=0), end(choice=2)]
+    m = fold(events)
+    assert m.choice == 0
+    assert [c.choice for c in m.choices] == [0, 1, 2]
+    assert [c.text for c in m.choices] == ["answer 0", "answer 1", "answer 2"]
+    assert [c.finish_reason for c in m.choices] == ["stop", "length", "stop"]
+    assert m.choices[0] is m
+    assert all(c.choices is m.choices for c in m.choices)
+    assert feed(events).results() == m.choices
+
+
+def test_messages_compare_without_recursing_into_choices() -> None:
+    events = [MessageStart(), *text_block(0, "x"), end()]
+    assert fold(events) == fold(events)
+
+
+# -- contract violations -----------------------------------------------------------------------
+
+
+def test_delta_for_a_block_never_started() -> None:
+    events = [MessageStart(), BlockDelta(index=3, kind="text", text="lost?"), end()]
+    m = fold(events)
+    assert m.text == "lost?"
+    assert len(m.warnings) == 1
+    with pytest.raises(sf.ProtocolError) as info:
+        fold(events, strict=True)
+    assert info.value.event == "block_delta"
+
+
+def test_block_started_twice_and_ended_unknown() -> None:
+    events = [
+        MessageStart(),
+        *text_block(0, "a"),
+        BlockStart(index=0, kind="text"),
+        BlockEnd(index=7, kind="text"),
+        end(),
+    ]
+    m = fold(events)
+    assert m.text == "a"
+    assert len(m.warnings) == 2
+
+
+def test_delta_after_block_end_is_a_violation() -> None:
+    events = [MessageStart(), *call_block(0, "{}"), BlockDelta(index=0, kind="tool_call", text="x")]
+    m = fold([*events, end()])
+    assert m.tool_calls[0].arguments == {}
+    assert len(m.warnings) == 1
+    with pytest.raises(sf.ProtocolError):
+        fold(events, strict=True)
+
+
+def test_unknown_events_and_event_subclasses() -> None:
+    class LoudDelta(BlockDelta):
+        pass
+
+    events = [
+        MessageStart(),
+        Unknown(event_type="future-event"),
+        BlockStart(index=0, kind="text"),
+        LoudDelta(index=0, kind="text", text="sub"),
+        end(),
+    ]
+    assert fold(events).text == "sub"

@@ -1,0 +1,139 @@
+"""``Folder.snapshot()``: incremental, never mutating what it handed out, partial arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+import streamfold as sf
+from streamfold import folder as folder_module
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    MessageEnd,
+    MessageStart,
+    SignatureDelta,
+    ToolResultAdded,
+    UsageUpdate,
+)
+from streamfold.message import Block, ToolResult, Usage
+
+
+def test_unchanged_blocks_are_reused_and_changed_ones_rebuilt() -> None:
+    f = sf.Folder("test")
+    f.add(MessageStart())
+    for i in range(5):
+        f.add(BlockStart(index=i, kind="text"))
+        f.add(BlockDelta(index=i, kind="text", text=f"block {i}. "))
+    first = f.snapshot()
+    f.add(BlockDelta(index=3, kind="text", text="more"))
+    second = f.snapshot()
+    assert [a is b for a, b in zip(first.blocks, second.blocks, strict=True)] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+    ]
+    assert second.blocks[3].text == "block 3. more"
+    assert second.text == "block 0. block 1. block 2. block 3. moreblock 4. "
+    # What was handed out never changes afterwards.
+    assert first.blocks[3].text == "block 3. "
+    assert first.text == "block 0. block 1. block 2. block 3. block 4. "
+
+
+def test_snapshot_without_changes_is_the_same_object() -> None:
+    f = sf.Folder()
+    f.add(MessageStart())
+    f.add(BlockStart(index=0, kind="text", text="x"))
+    snap = f.snapshot()
+    assert f.snapshot() is snap
+    f.add(UsageUpdate(usage=Usage(output_tokens=3)))
+    again = f.snapshot()
+    assert again is not snap
+    assert again.usage is not None
+    assert again.usage.output_tokens == 3
+    assert again.blocks[0] is snap.blocks[0]
+    assert snap.usage is None
+
+
+def test_snapshot_rebuilds_only_changed_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    real = folder_module._Block.refresh
+
+    def counting(self: folder_module._Block) -> Block:
+        built.append(self.index)
+        return real(self)
+
+    monkeypatch.setattr(folder_module._Block, "refresh", counting)
+    f = sf.Folder()
+    f.add(MessageStart())
+    for i in range(100):
+        f.add(BlockStart(index=i, kind="text", text="x"))
+    f.snapshot()
+    assert sorted(built) == list(range(100))
+    built.clear()
+    f.add(BlockDelta(index=42, kind="text", text="y"))
+    f.add(BlockDelta(index=42, kind="text", text="z"))
+    f.add(SignatureDelta(index=7, signature="s"))
+    snap = f.snapshot()
+    assert sorted(built) == [7, 42]
+    assert snap.blocks[42].text == "xyz"
+    assert snap.blocks[7].signature == "s"
+    built.clear()
+    f.snapshot()
+    assert built == []
+
+
+def test_run_level_lists_are_copied_once_and_not_shared_with_the_folder() -> None:
+    f = sf.Folder()
+    f.add(MessageStart())
+    f.add(ToolResultAdded(result=ToolResult(call_id="a", output="1")))
+    first = f.snapshot()
+    f.add(ToolResultAdded(result=ToolResult(call_id="b", output="2")))
+    second = f.snapshot()
+    assert [r.call_id for r in first.tool_results] == ["a"]
+    assert [r.call_id for r in second.tool_results] == ["a", "b"]
+
+
+def test_open_tool_call_exposes_partial_arguments() -> None:
+    f = sf.Folder()
+    f.add(MessageStart())
+    f.add(BlockStart(index=0, kind="tool_call", id="c", name="write_file"))
+    f.add(BlockDelta(index=0, kind="tool_call", text='{"path": "a.txt", "content": "Hel'))
+    call = f.snapshot().tool_calls[0]
+    assert call.complete is False
+    assert call.arguments is None
+    assert call.arguments_json == '{"path": "a.txt", "content": "Hel'
+    assert call.partial_arguments() == {"path": "a.txt", "content": "Hel"}
+    f.add(BlockDelta(index=0, kind="tool_call", text='lo"}'))
+    assert f.snapshot().tool_calls[0].partial_arguments() == {"path": "a.txt", "content": "Hello"}
+    f.add(BlockEnd(index=0, kind="tool_call"))
+    done = f.snapshot().tool_calls[0]
+    assert done.complete is True
+    assert done.arguments == {"path": "a.txt", "content": "Hello"}
+    assert done.arguments_partial is None
+    assert done.partial_arguments() == done.arguments
+    # the snapshot taken while open is unchanged
+    assert call.arguments is None
+
+
+def test_snapshot_of_a_finished_message_equals_the_result() -> None:
+    f = sf.Folder("test")
+    f.add(MessageStart(id="m"))
+    f.add(BlockStart(index=0, kind="text"))
+    f.add(BlockDelta(index=0, kind="text", text="done"))
+    f.snapshot()
+    f.add(BlockEnd(index=0, kind="text"))
+    f.add(MessageEnd(finish_reason="stop", raw_finish_reason="stop"))
+    snap = f.snapshot()
+    assert snap.complete
+    assert snap == f.result()
+    assert snap.blocks[0].complete
+
+
+def test_snapshot_before_any_event() -> None:
+    snap = sf.Folder().snapshot()
+    assert snap.text == ""
+    assert snap.blocks == []
+    assert not snap.complete

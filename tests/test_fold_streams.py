@@ -1,0 +1,952 @@
+"""``sf.fold`` / ``sf.afold`` on hand-written byte streams of every provider, whole and split.
+
+The streams follow the seeds and ../shared/providers/WIRE_FORMATS.md; each checks one rule of
+the fold end to end (terminal event, errors, finish reasons, tool calls, agent events).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.message import Message
+
+
+def sse(*events: tuple[str | None, Any], done: bool = False, crlf: bool = False) -> bytes:
+    """SSE frames: ``(event name or None, payload)``; payloads that are not str are JSON."""
+    nl = "\r\n" if crlf else "\n"
+    out = []
+    for name, payload in events:
+        data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        head = f"event: {name}{nl}" if name else ""
+        out.append(f"{head}data: {data}{nl}{nl}")
+    if done:
+        out.append(f"data: [DONE]{nl}{nl}")
+    return "".join(out).encode()
+
+
+def lines(*payloads: Any) -> bytes:
+    return "".join(json.dumps(p) + "\n" for p in payloads).encode()
+
+
+@dataclass
+class Case:
+    provider: str
+    body: bytes
+    check: Callable[[Any], None]
+    #: The error ``fold`` raises, or ``None`` when it returns a message.
+    raises: type[sf.StreamfoldError] | None = None
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(
+    name: str, provider: str, body: bytes, raises: type[sf.StreamfoldError] | None = None
+) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    def register(check: Callable[[Any], None]) -> Callable[[Any], None]:
+        CASES[name] = Case(provider, body, check, raises)
+        return check
+
+    return register
+
+
+# -- OpenAI Chat Completions -------------------------------------------------------------------
+
+
+def chunk(*choices: dict[str, Any], **top: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "model": "gpt-4o", "choices": list(choices), **top}
+
+
+def choice(index: int = 0, finish: str | None = None, **delta: Any) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "finish_reason": finish}
+
+
+OPENAI_TEXT = [
+    (None, chunk(choice(role="assistant", content=""))),
+    (None, chunk(choice(content="Hel"))),
+    (None, chunk(choice(content="lo ✓"))),
+    (None, chunk(choice(finish="stop"))),
+    (None, chunk(usage={"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7})),
+]
+
+
+@case("openai_text", "openai", sse(*OPENAI_TEXT, done=True))
+def _openai_text(m: Message) -> None:
+    assert (m.text, m.id, m.model) == ("Hello ✓", "chatcmpl-1", "gpt-4o")
+    assert (m.finish_reason, m.raw_finish_reason) == ("stop", "stop")
+    assert m.usage is not None
+    assert (m.usage.input_tokens, m.usage.output_tokens, m.usage.total_tokens) == (5, 2, 7)
+
+
+@case("openai_finish_without_done", "openai", sse(*OPENAI_TEXT[:4]))
+def _openai_no_done(m: Message) -> None:
+    assert m.complete
+    assert m.text == "Hello ✓"
+
+
+@case(
+    "openai_done_without_finish",
+    "openai",
+    sse(*OPENAI_TEXT[:3], done=True),
+    sf.IncompleteStreamError,
+)
+def _openai_no_finish(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.text == "Hello ✓"
+    assert e.partial.finish_reason is None
+
+
+@case("openai_cut", "openai", sse(*OPENAI_TEXT[:2]), sf.IncompleteStreamError)
+def _openai_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.text == "Hel"
+    assert not e.partial.complete
+
+
+def tool(index: int, arguments: str, call_id: str | None = None, name: str | None = None) -> Any:
+    entry: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if call_id is not None:
+        entry["id"] = call_id
+        entry["type"] = "function"
+        entry["function"]["name"] = name
+    return entry
+
+
+OPENAI_TOOLS = [
+    (None, chunk(choice(role="assistant", content=None, tool_calls=[tool(0, "", "call_A", "f")]))),
+    (None, chunk(choice(tool_calls=[tool(0, '{"ci')]))),
+    (None, chunk(choice(tool_calls=[tool(1, "", "call_B", "g")]))),
+    (None, chunk(choice(tool_calls=[tool(1, '{"n": 1}')]))),
+    (None, chunk(choice(tool_calls=[tool(0, 'ty": "Oslo"}')]))),
+    (None, chunk(choice(finish="tool_calls"))),
+]
+
+
+@case("openai_parallel_tools", "openai", sse(*OPENAI_TOOLS, done=True))
+def _openai_tools(m: Message) -> None:
+    assert [(c.id, c.name, c.arguments) for c in m.tool_calls] == [
+        ("call_A", "f", {"city": "Oslo"}),
+        ("call_B", "g", {"n": 1}),
+    ]
+    assert m.tool_calls[0].arguments_json == '{"city": "Oslo"}'
+    assert m.finish_reason == "tool_calls"
+    assert m.to_request("openai")["tool_calls"][1]["function"]["arguments"] == '{"n": 1}'
+
+
+@case("openai_tool_cut", "openai", sse(*OPENAI_TOOLS[:2]), sf.IncompleteStreamError)
+def _openai_tool_cut(e: sf.IncompleteStreamError) -> None:
+    call = e.partial.tool_calls[0]
+    assert (call.arguments, call.complete, call.arguments_json) == (None, False, '{"ci')
+    assert call.error
+
+
+@case(
+    "openai_length",
+    "openai",
+    sse((None, chunk(choice(content='{"'))), (None, chunk(choice(finish="length"))), done=True),
+)
+def _openai_length(m: Message) -> None:
+    assert (m.finish_reason, m.text, m.complete) == ("length", '{"', True)
+
+
+@case(
+    "openai_error_after_text",
+    "openai",
+    sse(*OPENAI_TEXT[:2], (None, {"error": {"message": "Token limit", "code": 400}}), done=True),
+    sf.StreamError,
+)
+def _openai_error(e: sf.StreamError) -> None:
+    assert (e.message, e.code) == ("Token limit", 400)
+    assert e.retryable_without_duplicate is False
+    assert e.partial.text == "Hel"
+    assert e.partial.error == {"message": "Token limit", "code": 400}
+
+
+@case(
+    "openai_error_first",
+    "openai",
+    sse(("error", {"error": {"message": "busy", "type": "server_error"}})),
+    sf.StreamError,
+)
+def _openai_error_first(e: sf.StreamError) -> None:
+    assert e.retryable_without_duplicate is True
+    assert e.partial.text == ""
+
+
+@case(
+    "openai_n2",
+    "openai",
+    sse(
+        (None, chunk(choice(0, role="assistant", content=""), choice(1, role="assistant"))),
+        (None, chunk(choice(1, content="B"))),
+        (None, chunk(choice(0, content="A"))),
+        (None, chunk(choice(1, finish="length"))),
+        (None, chunk(choice(0, finish="stop"))),
+        done=True,
+    ),
+)
+def _openai_n2(m: Message) -> None:
+    assert [(c.choice, c.text, c.finish_reason) for c in m.choices] == [
+        (0, "A", "stop"),
+        (1, "B", "length"),
+    ]
+    assert m is m.choices[0]
+
+
+@case(
+    "mistral_whole_call",
+    "mistral",
+    sse(
+        (None, chunk(choice(role="assistant", content=""))),
+        (
+            None,
+            chunk(
+                choice(
+                    finish="tool_calls",
+                    content=None,
+                    tool_calls=[
+                        {"id": "a1", "function": {"name": "weather", "arguments": '{"loc": "SF"}'}},
+                        {"id": "a2", "function": {"name": "time", "arguments": {"tz": "PST"}}},
+                    ],
+                ),
+                usage={"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+            ),
+        ),
+        done=True,
+    ),
+)
+def _mistral(m: Message) -> None:
+    assert [(c.id, c.arguments, c.arguments_json) for c in m.tool_calls] == [
+        ("a1", {"loc": "SF"}, '{"loc": "SF"}'),
+        ("a2", {"tz": "PST"}, '{"tz": "PST"}'),
+    ]
+    assert all(c.complete for c in m.tool_calls)
+    assert m.finish_reason == "tool_calls"
+    assert m.usage is not None
+    assert m.usage.total_tokens == 12
+
+
+# -- Cohere v2 -----------------------------------------------------------------------------------
+
+
+def cohere(kind: str, **payload: Any) -> tuple[str, dict[str, Any]]:
+    return kind, {"type": kind, **payload}
+
+
+def message(**m: Any) -> dict[str, Any]:
+    return {"message": m}
+
+
+COHERE_START = cohere("message-start", id="c1a", delta=message(role="assistant"))
+COHERE_TOOLS = [
+    COHERE_START,
+    cohere("tool-plan-delta", delta=message(tool_plan="I will ")),
+    cohere("tool-plan-delta", delta=message(tool_plan="check.")),
+    cohere(
+        "tool-call-start",
+        index=0,
+        delta=message(
+            tool_calls={
+                "id": "t0",
+                "type": "function",
+                "function": {"name": "get_time", "arguments": ""},
+            }
+        ),
+    ),
+    cohere(
+        "tool-call-delta",
+        index=0,
+        delta=message(tool_calls={"function": {"arguments": '{\n "tz": '}}),
+    ),
+    cohere(
+        "tool-call-delta",
+        index=0,
+        delta=message(tool_calls={"function": {"arguments": '"UTC"\n}'}}),
+    ),
+    cohere("tool-call-end", index=0),
+    cohere(
+        "tool-call-start",
+        index=1,
+        delta=message(
+            tool_calls={
+                "id": "t1",
+                "type": "function",
+                "function": {"name": "now", "arguments": ""},
+            }
+        ),
+    ),
+    cohere("tool-call-end", index=1),
+]
+
+
+@case(
+    "cohere_v2_tools",
+    "cohere-v2",
+    sse(
+        *COHERE_TOOLS,
+        cohere(
+            "message-end",
+            delta={
+                "finish_reason": "TOOL_CALL",
+                "usage": {
+                    "billed_units": {"input_tokens": 5, "output_tokens": 9},
+                    "tokens": {"input_tokens": 800, "output_tokens": 30},
+                },
+            },
+        ),
+        done=True,
+    ),
+)
+def _cohere_tools(m: Message) -> None:
+    assert m.tool_plan == "I will check."
+    assert [(c.id, c.arguments) for c in m.tool_calls] == [("t0", {"tz": "UTC"}), ("t1", {})]
+    assert (m.finish_reason, m.raw_finish_reason) == ("tool_calls", "TOOL_CALL")
+    assert m.usage is not None
+    assert (m.usage.input_tokens, m.usage.output_tokens) == (800, 30)
+    assert m.usage.raw["billed_units"] == {"input_tokens": 5, "output_tokens": 9}
+    assert m.to_request("cohere-v2")["tool_plan"] == "I will check."
+
+
+@case("cohere_v2_cut_before_message_end", "cohere-v2", sse(*COHERE_TOOLS), sf.IncompleteStreamError)
+def _cohere_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.tool_plan == "I will check."
+    assert [c.arguments for c in e.partial.tool_calls] == [{"tz": "UTC"}, {}]
+
+
+COHERE_TEXT = [
+    COHERE_START,
+    cohere("content-start", index=0, delta=message(content={"type": "text", "text": ""})),
+    cohere("content-delta", index=0, delta=message(content={"text": "The value "})),
+    cohere("content-delta", index=0, delta=message(content={"text": "is 5."})),
+    cohere(
+        "citation-start",
+        index=0,
+        delta=message(
+            citations={
+                "start": 13,
+                "end": 14,
+                "text": "5",
+                "sources": [{"type": "tool", "id": "m:0"}],
+            }
+        ),
+    ),
+    cohere("citation-end", index=0),
+    cohere("content-end", index=0),
+]
+
+
+@case(
+    "cohere_v2_max_tokens",
+    "cohere-v2",
+    sse(*COHERE_TEXT, cohere("message-end", delta={"finish_reason": "MAX_TOKENS"}), done=True),
+)
+def _cohere_length(m: Message) -> None:
+    assert m.text == "The value is 5."
+    assert (m.finish_reason, m.raw_finish_reason, m.complete) == ("length", "MAX_TOKENS", True)
+    (citation,) = m.citations
+    assert m.text[citation.start : citation.end] == citation.text == "5"
+    assert m.blocks[0].citations == [citation]
+
+
+@case(
+    "cohere_v2_error_finish",
+    "cohere-v2",
+    sse(
+        COHERE_START,
+        cohere("tool-plan-delta", delta=message(tool_plan="I will inspect.")),
+        cohere(
+            "message-end",
+            delta={
+                "finish_reason": "ERROR",
+                "usage": {},
+                "error": "invalid tool generation",
+                "error_type": "INVALID_TOOL_GENERATION",
+            },
+        ),
+        done=True,
+    ),
+    sf.StreamError,
+)
+def _cohere_error(e: sf.StreamError) -> None:
+    assert e.code == "INVALID_TOOL_GENERATION"
+    assert e.retryable_without_duplicate is False  # the plan was shown
+    assert e.partial.tool_plan == "I will inspect."
+    assert e.partial.finish_reason == "error"
+
+
+# -- Cohere v1 (JSON lines) ------------------------------------------------------------------------
+
+
+@case(
+    "cohere_v1_text",
+    "cohere-v1",
+    lines(
+        {"is_finished": False, "event_type": "stream-start", "generation_id": "g1"},
+        {"is_finished": False, "event_type": "text-generation", "text": "Arr"},
+        {"is_finished": False, "event_type": "text-generation", "text": "r!"},
+        {
+            "is_finished": True,
+            "event_type": "stream-end",
+            "finish_reason": "COMPLETE",
+            "response": {
+                "text": "Arrr!",
+                "generation_id": "g1",
+                "meta": {"tokens": {"input_tokens": 7, "output_tokens": 2}},
+            },
+        },
+    ),
+)
+def _cohere_v1(m: Message) -> None:
+    assert (m.text, m.finish_reason, m.raw_finish_reason) == ("Arrr!", "stop", "COMPLETE")
+    assert m.to_request("cohere-v1") == {"role": "CHATBOT", "message": "Arrr!"}
+
+
+@case(
+    "cohere_v1_cut",
+    "cohere-v1",
+    lines(
+        {"is_finished": False, "event_type": "stream-start", "generation_id": "g1"},
+        {"is_finished": False, "event_type": "text-generation", "text": "Arr"},
+    ),
+    sf.IncompleteStreamError,
+)
+def _cohere_v1_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.text == "Arr"
+
+
+# -- Anthropic -------------------------------------------------------------------------------------
+
+
+def anth(kind: str, **payload: Any) -> tuple[str, dict[str, Any]]:
+    return kind, {"type": kind, **payload}
+
+
+ANTHROPIC_START = anth(
+    "message_start",
+    message={
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "content": [],
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    },
+)
+ANTHROPIC_TOOL = [
+    ANTHROPIC_START,
+    anth(
+        "content_block_start",
+        index=0,
+        content_block={"type": "thinking", "thinking": "", "signature": ""},
+    ),
+    anth("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Weather?"}),
+    anth("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "EqQB"}),
+    anth("content_block_stop", index=0),
+    ("ping", {"type": "ping"}),
+    anth("content_block_start", index=1, content_block={"type": "text", "text": ""}),
+    anth("content_block_delta", index=1, delta={"type": "text_delta", "text": "Checking 🥁"}),
+    anth("content_block_stop", index=1),
+    anth(
+        "content_block_start",
+        index=2,
+        content_block={"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+    ),
+    anth("content_block_delta", index=2, delta={"type": "input_json_delta", "partial_json": ""}),
+    anth(
+        "content_block_delta",
+        index=2,
+        delta={"type": "input_json_delta", "partial_json": '{"location": "SF'},
+    ),
+]
+
+
+@case(
+    "anthropic_tool_use",
+    "anthropic",
+    sse(
+        *ANTHROPIC_TOOL,
+        anth(
+            "content_block_delta", index=2, delta={"type": "input_json_delta", "partial_json": '"}'}
+        ),
+        anth("content_block_stop", index=2),
+        anth("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 40}),
+        anth("message_stop"),
+    ),
+)
+def _anthropic_tool(m: Message) -> None:
+    assert (m.reasoning, m.text) == ("Weather?", "Checking 🥁")
+    assert m.blocks[0].signature == "EqQB"
+    assert m.tool_calls[0].arguments == {"location": "SF"}
+    assert (m.finish_reason, m.raw_finish_reason) == ("tool_calls", "tool_use")
+    assert m.usage is not None
+    assert (m.usage.input_tokens, m.usage.output_tokens) == (10, 40)
+    assert m.to_request("anthropic")["content"][0] == {
+        "type": "thinking",
+        "thinking": "Weather?",
+        "signature": "EqQB",
+    }
+
+
+@case(
+    "anthropic_max_tokens_inside_json",
+    "anthropic",
+    sse(
+        *ANTHROPIC_TOOL,
+        anth("message_delta", delta={"stop_reason": "max_tokens"}, usage={"output_tokens": 64}),
+        anth("message_stop"),
+    ),
+)
+def _anthropic_max_tokens(m: Message) -> None:
+    assert m.complete
+    assert (m.finish_reason, m.raw_finish_reason) == ("length", "max_tokens")
+    call = m.tool_calls[0]
+    assert (call.arguments, call.complete, call.arguments_json) == (None, False, '{"location": "SF')
+    assert call.error
+
+
+@case("anthropic_cut", "anthropic", sse(*ANTHROPIC_TOOL), sf.IncompleteStreamError)
+def _anthropic_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.text == "Checking 🥁"
+    assert e.partial.tool_calls[0].complete is False
+    assert e.partial.usage is not None
+
+
+@case(
+    "anthropic_error_event",
+    "anthropic",
+    sse(
+        *ANTHROPIC_TOOL[:8],
+        (
+            "error",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        ),
+    ),
+    sf.StreamError,
+)
+def _anthropic_error(e: sf.StreamError) -> None:
+    assert (e.code, e.message) == ("overloaded_error", "Overloaded")
+    assert e.retryable_without_duplicate is False
+    assert e.partial.text == "Checking 🥁"
+    assert e.partial.error == {"type": "overloaded_error", "message": "Overloaded"}
+
+
+@case(
+    "anthropic_error_before_content",
+    "anthropic",
+    sse(
+        ANTHROPIC_START,
+        (
+            "error",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        ),
+    ),
+    sf.StreamError,
+)
+def _anthropic_error_first(e: sf.StreamError) -> None:
+    assert e.retryable_without_duplicate is True
+
+
+# -- OpenAI Responses ------------------------------------------------------------------------------
+
+
+def resp(kind: str, **payload: Any) -> tuple[str, dict[str, Any]]:
+    return kind, {"type": kind, **payload}
+
+
+RESPONSE = {"id": "resp_1", "model": "gpt-4o", "status": "in_progress", "output": []}
+RESPONSES_CALL = [
+    resp("response.created", response=RESPONSE),
+    resp(
+        "response.output_item.added",
+        output_index=0,
+        item={
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_capital",
+            "arguments": "",
+        },
+    ),
+    resp(
+        "response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='{"country"'
+    ),
+    resp(
+        "response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta=':"France"}'
+    ),
+    resp(
+        "response.function_call_arguments.done",
+        item_id="fc_1",
+        output_index=0,
+        arguments='{"country":"France"}',
+    ),
+    resp(
+        "response.output_item.done",
+        output_index=0,
+        item={
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_capital",
+            "arguments": '{"country":"France"}',
+        },
+    ),
+]
+USAGE = {"input_tokens": 20, "output_tokens": 5, "total_tokens": 25}
+
+
+@case(
+    "responses_completed_with_call",
+    "openai-responses",
+    sse(
+        *RESPONSES_CALL,
+        resp("response.completed", response={**RESPONSE, "status": "completed", "usage": USAGE}),
+    ),
+)
+def _responses_call(m: Message) -> None:
+    assert (m.finish_reason, m.raw_finish_reason) == ("tool_calls", "completed")
+    (call,) = m.tool_calls
+    assert (call.id, call.arguments) == ("call_1", {"country": "France"})
+    item = m.to_request("openai-responses")[0]
+    assert (item["type"], item["call_id"], item["arguments"]) == (
+        "function_call",
+        "call_1",
+        '{"country":"France"}',
+    )
+
+
+@case(
+    "responses_incomplete_max_output_tokens",
+    "openai-responses",
+    sse(
+        resp("response.created", response=RESPONSE),
+        resp(
+            "response.output_item.added",
+            output_index=0,
+            item={"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+        ),
+        resp(
+            "response.content_part.added",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "output_text", "text": ""},
+        ),
+        resp(
+            "response.output_text.delta",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            delta="Par",
+        ),
+        resp(
+            "response.incomplete",
+            response={
+                **RESPONSE,
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+            },
+        ),
+    ),
+)
+def _responses_incomplete(m: Message) -> None:
+    assert (m.text, m.finish_reason, m.complete) == ("Par", "length", True)
+
+
+@case(
+    "responses_failed",
+    "openai-responses",
+    sse(
+        resp("response.created", response=RESPONSE),
+        resp(
+            "response.failed",
+            response={
+                **RESPONSE,
+                "status": "failed",
+                "error": {"code": "server_error", "message": "oops"},
+            },
+        ),
+    ),
+    sf.StreamError,
+)
+def _responses_failed(e: sf.StreamError) -> None:
+    assert e.code == "server_error"
+    assert e.retryable_without_duplicate is True
+
+
+# -- Onecortex -------------------------------------------------------------------------------------
+
+
+def oc(kind: str, **payload: Any) -> tuple[str, dict[str, Any]]:
+    return kind, {"v": 1, "type": kind, **payload}
+
+
+ONECORTEX = [
+    oc("step_start", name="classify"),
+    oc("tool_call_start", id="call_1", name="word_count"),
+    oc("tool_call_args", id="call_1", delta='{"text": '),
+    oc("tool_call_args", id="call_1", delta='"hello"}'),
+    oc("tool_call_end", id="call_1"),
+    oc("tool_result", id="call_1", output="1"),
+    oc("text", delta="You said"),
+    oc("text", delta=": hello"),
+    oc("step_end", name="classify"),
+]
+
+
+def with_ping(body: bytes) -> bytes:
+    return b": ping\n\n" + body
+
+
+@case(
+    "onecortex_done",
+    "onecortex",
+    with_ping(
+        sse(
+            *ONECORTEX,
+            oc("done", result="You said: hello", sessionId="01K", versionNumber=1, durationMs=212),
+        )
+    ),
+)
+def _onecortex(m: Message) -> None:
+    assert m.text == "You said: hello"
+    assert m.warnings == []
+    assert m.tool_calls[0].arguments == {"text": "hello"}
+    assert [(r.call_id, r.output) for r in m.tool_results] == [("call_1", "1")]
+    assert [(s.name, s.complete) for s in m.steps] == [("classify", True)]
+    assert m.finish_reason == "stop"  # the agent ran its call: the turn asks for nothing
+    assert m.raw_finish_reason == "done"
+    assert m.to_request("onecortex") == {"role": "assistant", "content": "You said: hello"}
+
+
+@case(
+    "onecortex_result_mismatch",
+    "onecortex",
+    sse(*ONECORTEX, oc("done", result="You said: HELLO")),
+)
+def _onecortex_mismatch(m: Message) -> None:
+    assert m.complete
+    assert any("differs" in w for w in m.warnings)
+
+
+@case(
+    "onecortex_error",
+    "onecortex",
+    sse(*ONECORTEX[:7], oc("error", code="agent_error", message="ValueError: raised")),
+    sf.StreamError,
+)
+def _onecortex_error(e: sf.StreamError) -> None:
+    assert e.code == "agent_error"
+    assert e.retryable_without_duplicate is False
+    assert e.partial.text == "You said"
+    assert e.partial.steps[0].complete is False
+
+
+# -- Clouisle --------------------------------------------------------------------------------------
+
+
+CLOUISLE = [
+    ("run_start", {"status": "running", "run_id": "run-1", "sequence": 1}),
+    ("message_start", {"conversation_id": "conv-1", "message_id": "msg-1", "sequence": 2}),
+    ("rag_start", {"sequence": 3}),
+    ("rag_context", {"contexts": [], "sequence": 4}),
+    ("reasoning_start", {"sequence": 5}),
+    ("reasoning_delta", {"delta": "Look it up.", "sequence": 6}),
+    ("reasoning_end", {"sequence": 7}),
+    ("tool_call", {"id": "call-1", "name": "search", "arguments": {"q": "x"}, "sequence": 8}),
+    ("tool_result", {"id": "call-1", "name": "search", "result": "found", "sequence": 9}),
+    ("media_result", {"type": "image", "url": "https://x/y.png", "sequence": 10}),
+    ("content_delta", {"delta": "Here ", "sequence": 11}),
+    ("content_delta", {"delta": "it is.", "sequence": 12}),
+    ("output_truncated", {"sequence": 13}),
+    (
+        "message_end",
+        {"usage": {"input_tokens": 3, "output_tokens": 4}, "elapsed_ms": 9, "sequence": 14},
+    ),
+]
+
+
+@case(
+    "clouisle_run",
+    "clouisle",
+    sse(*CLOUISLE, ("run_end", {"status": "completed", "message_id": "msg-1", "sequence": 15})),
+)
+def _clouisle(m: Message) -> None:
+    assert (m.text, m.reasoning) == ("Here it is.", "Look it up.")
+    assert m.sources == []
+    assert m.tool_calls[0].arguments == {"q": "x"}
+    assert [r.output for r in m.tool_results] == ["found"]
+    assert len(m.media) == 1
+    assert m.finish_reason == "length"  # output_truncated came before message_end
+    assert m.status == "completed"
+    assert m.complete
+
+
+@case("clouisle_run_not_ended", "clouisle", sse(*CLOUISLE), sf.IncompleteStreamError)
+def _clouisle_open_run(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.text == "Here it is."
+    assert e.partial.status == "running"
+
+
+@case(
+    "clouisle_waiting",
+    "clouisle",
+    sse(
+        *CLOUISLE[:2],
+        (
+            "run_status",
+            {
+                "status": "waiting",
+                "run_id": "run-1",
+                "pending_tool_call_id": "call-123",
+                "pending_tool_name": "ask_user",
+                "pending_tool_input": {"questions": ["Which?"]},
+                "sequence": 3,
+            },
+        ),
+    ),
+    sf.IncompleteStreamError,
+)
+def _clouisle_waiting(e: sf.IncompleteStreamError) -> None:
+    pending = e.partial.pending_tool_call
+    assert e.partial.status == "waiting"
+    assert pending is not None
+    assert (pending.id, pending.name, pending.arguments) == (
+        "call-123",
+        "ask_user",
+        {"questions": ["Which?"]},
+    )
+
+
+@case(
+    "clouisle_no_retrieval",
+    "clouisle",
+    sse(
+        ("message_start", {"message_id": "m"}),
+        ("rag_context", {"contexts": None}),
+        ("content_delta", {"delta": "Hi"}),
+        ("message_end", {"elapsed_ms": 3}),
+    ),
+)
+def _clouisle_no_rag(m: Message) -> None:
+    assert m.sources is None
+    assert (m.text, m.finish_reason, m.complete) == ("Hi", "stop", True)
+
+
+@case(
+    "clouisle_error",
+    "clouisle",
+    sse(
+        ("message_start", {"message_id": "m"}),
+        ("error", {"code": "quota", "message": "no credits"}),
+    ),
+    sf.StreamError,
+)
+def _clouisle_error(e: sf.StreamError) -> None:
+    assert (e.code, e.retryable_without_duplicate) == ("quota", True)
+
+
+# -- running the cases -----------------------------------------------------------------------------
+
+
+def outcome(run: Callable[[], Message]) -> tuple[Any, ...]:
+    """What a fold gave: the message, or the error's type, code and partial."""
+    try:
+        return ("ok", run())
+    except sf.StreamfoldError as exc:
+        return (
+            type(exc),
+            getattr(exc, "code", None),
+            getattr(exc, "retryable_without_duplicate", None),
+            getattr(exc, "partial", None),
+        )
+
+
+def run_case(c: Case, chunks: list[bytes]) -> Any:
+    if c.raises is None:
+        return sf.fold(chunks, provider=c.provider)
+    with pytest.raises(c.raises) as info:
+        sf.fold(chunks, provider=c.provider)
+    return info.value
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole(name: str) -> None:
+    c = CASES[name]
+    c.check(run_case(c, [c.body]))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_byte_by_byte(name: str) -> None:
+    c = CASES[name]
+    c.check(run_case(c, [c.body[i : i + 1] for i in range(len(c.body))]))
+
+
+@given(data=st.data())
+def test_any_split_gives_the_one_shot_outcome(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(CASES)))
+    c = CASES[name]
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(c.body)), max_size=12)))
+    bounds = [0, *cuts, len(c.body)]
+    chunks = [c.body[a:b] for a, b in itertools.pairwise(bounds)]
+    whole = outcome(lambda: sf.fold([c.body], provider=c.provider))
+    split = outcome(lambda: sf.fold(chunks, provider=c.provider))
+    assert split == whole
+
+
+async def agen(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for piece in chunks:
+        yield piece
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_afold_matches_fold(name: str) -> None:
+    c = CASES[name]
+    chunks = [c.body[i : i + 7] for i in range(0, len(c.body), 7)]
+    result: Any
+    try:
+        result = await sf.afold(agen(chunks), provider=c.provider)
+        got: tuple[Any, ...] = ("ok", result)
+    except sf.StreamfoldError as exc:
+        result = exc
+        got = (
+            type(exc),
+            getattr(exc, "code", None),
+            getattr(exc, "retryable_without_duplicate", None),
+            getattr(exc, "partial", None),
+        )
+    assert got == outcome(lambda: sf.fold(chunks, provider=c.provider))
+    c.check(result)
+
+
+def test_auto_detects_and_names_the_provider() -> None:
+    m = sf.fold([CASES["anthropic_tool_use"].body])
+    assert m.provider == "anthropic"
+    assert m.to_request()["content"][-1]["type"] == "tool_use"
+
+
+def test_protocol_error_carries_the_partial() -> None:
+    body = sse(*OPENAI_TEXT[:2]) + b"data: {not json\n\n"
+    with pytest.raises(sf.ProtocolError) as info:
+        sf.fold([body], provider="openai")
+    assert info.value.partial.text == "Hel"
+    assert info.value.provider == "openai"
+
+
+def test_strict_fold_raises_on_the_onecortex_mismatch() -> None:
+    with pytest.raises(sf.ProtocolError) as info:
+        sf.fold([CASES["onecortex_result_mismatch"].body], provider="onecortex", strict=True)
+    assert info.value.partial.text == "You said: hello"
+    assert info.value.position is not None
+
+
+def test_str_is_refused() -> None:
+    with pytest.raises(TypeError):
+        sf.fold("data: x\n\n", provider="openai")

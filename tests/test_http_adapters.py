@@ -1,0 +1,504 @@
+"""The HTTP client adapters against a real server: httpx sync, httpx async (asyncio and trio) and
+aiohttp (asyncio only), each fault through each client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from http_server import (
+    CLIENT_BACKENDS,
+    STREAMS,
+    Client,
+    StreamServer,
+    make_client,
+    stream_server,
+)
+
+import streamfold as sf
+from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
+
+__all__ = ["stream_server"]  # the fixture, imported for the tests below
+
+
+@pytest.fixture(params=list(CLIENT_BACKENDS))
+def client_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(client_kind: str) -> str:
+    return CLIENT_BACKENDS[client_kind]
+
+
+@pytest.fixture
+def client(client_kind: str) -> Client:
+    return make_client(client_kind)
+
+
+async def outcome(coro: Any) -> tuple[Any, ...]:
+    """A comparable summary of a fold: the message, or the error with its partial."""
+    try:
+        return ("ok", await coro)
+    except sf.StreamfoldError as exc:
+        return (type(exc).__name__, getattr(exc, "code", None), getattr(exc, "partial", None))
+
+
+def fold_bytes(body: bytes, provider: str) -> tuple[Any, ...]:
+    try:
+        return ("ok", sf.fold([body], provider=provider))
+    except sf.StreamfoldError as exc:
+        return (type(exc).__name__, getattr(exc, "code", None), getattr(exc, "partial", None))
+
+
+# -- nothing imported unless used ------------------------------------------------------------
+
+
+def test_import_streamfold_imports_no_http_client() -> None:
+    code = (
+        "import sys, streamfold\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('httpx', 'aiohttp', 'anyio', 'trio', 'sniffio', 'httpcore'))\n"
+        "print(loaded)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+# -- whole streams -----------------------------------------------------------------------------
+
+CAPTURES = capture_files()
+
+
+@requires_captures
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", CAPTURES, ids=[capture_id(p) for p in CAPTURES])
+async def test_capture_through_http_folds_like_its_bytes(
+    client: Client, stream_server: StreamServer, path: Path
+) -> None:
+    provider = CAPTURE_PROVIDER[path.parent.name]
+    url = stream_server.url(f"/capture/{path.parent.name}/{path.stem}")
+    expected = fold_bytes(path.read_bytes(), provider)
+    assert await outcome(client.fold(url, provider)) == expected
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", sorted(STREAMS))
+async def test_hand_written_stream_folds_complete(
+    client: Client, stream_server: StreamServer, name: str
+) -> None:
+    provider, _, body = STREAMS[name]
+    message = await client.fold(stream_server.url(f"/stream/{name}"), provider)
+    assert message.complete
+    assert message == sf.fold([body], provider=provider)
+    assert message.text  # every hand-written stream writes some text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["onecortex", "cohere-v1"])
+async def test_drip_one_byte_per_write(
+    client: Client, stream_server: StreamServer, name: str
+) -> None:
+    provider, _, body = STREAMS[name]
+    url = stream_server.url(f"/stream/{name}", drip=1)
+    assert await client.fold(url, provider) == sf.fold([body], provider=provider)
+
+
+@pytest.mark.anyio
+async def test_events_through_http_equal_events_of_bytes(
+    client: Client, stream_server: StreamServer
+) -> None:
+    provider, _, body = STREAMS["clouisle"]
+    events = await client.events(stream_server.url("/stream/clouisle"), provider)
+    assert events == list(sf.events([body], provider=provider))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["onecortex", "cohere-v1"])
+async def test_gzip_body_is_decompressed_by_the_client(
+    client: Client, stream_server: StreamServer, name: str
+) -> None:
+    provider, _, body = STREAMS[name]
+    url = stream_server.url(f"/stream/{name}", gzip=1)
+    assert await client.fold(url, provider) == sf.fold([body], provider=provider)
+
+
+@pytest.mark.anyio
+async def test_auto_accepts_json_lines_and_sse(client: Client, stream_server: StreamServer) -> None:
+    for name in ("cohere-v1", "onecortex"):
+        provider, _, body = STREAMS[name]
+        message = await client.fold(stream_server.url(f"/stream/{name}"), "auto")
+        assert message.text == sf.fold([body], provider=provider).text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "ctype", ["application/stream+json", "application/x-ndjson", "application/json; charset=utf-8"]
+)
+async def test_cohere_v1_json_lines_content_types(
+    client: Client, stream_server: StreamServer, ctype: str
+) -> None:
+    url = stream_server.url("/stream/cohere-v1", ctype=ctype)
+    assert (await client.fold(url, "cohere-v1")).complete
+
+
+# -- errors before the stream ----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [429, 500])
+async def test_error_status_raises_stream_error_with_the_parsed_body(
+    client: Client, stream_server: StreamServer, status: int
+) -> None:
+    url = stream_server.url("/stream/onecortex", status=status, retry_after=7)
+    with pytest.raises(sf.StreamError) as info:
+        await client.fold(url, "onecortex")
+    exc = info.value
+    assert exc.status == status
+    assert exc.code == ("rate_limited" if status == 429 else "internal_error")
+    assert exc.message.startswith(f"onecortex: HTTP {status}")
+    assert f"injected HTTP {status}" in exc.message
+    assert isinstance(exc.raw, dict)
+    assert exc.raw["error"]["message"] == f"injected HTTP {status}"
+    assert exc.retryable_without_duplicate is True
+    assert exc.retry_after == 7.0
+    assert exc.provider == "onecortex"
+
+
+@pytest.mark.anyio
+async def test_error_status_events_never_parse_the_body(
+    client: Client, stream_server: StreamServer
+) -> None:
+    with pytest.raises(sf.StreamError) as info:
+        await client.events(stream_server.url("/stream/clouisle", status=500), "clouisle")
+    assert info.value.status == 500
+
+
+@pytest.mark.anyio
+async def test_wrong_content_type_raises_protocol_error_with_an_excerpt(
+    client: Client, stream_server: StreamServer
+) -> None:
+    with pytest.raises(sf.ProtocolError) as info:
+        await client.fold(stream_server.url("/html"), "openai")
+    exc = info.value
+    assert "text/html" in exc.message
+    assert "text/event-stream" in exc.message
+    assert "Please log in" in exc.message
+    assert exc.raw.startswith("<!doctype html>")
+    assert exc.provider == "openai"
+
+
+@pytest.mark.anyio
+async def test_sse_served_to_cohere_v1_is_a_protocol_error(
+    client: Client, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/stream/onecortex")
+    with pytest.raises(sf.ProtocolError) as info:
+        await client.fold(url, "cohere-v1")
+    assert "application/stream+json" in info.value.message
+    assert "event: " in info.value.raw
+
+
+@pytest.mark.anyio
+async def test_json_served_to_gemini_hints_at_alt_sse(
+    client: Client, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/stream/cohere-v1", ctype="application/json")
+    with pytest.raises(sf.ProtocolError, match=r"alt=sse"):
+        await client.fold(url, "gemini")
+
+
+# -- the connection ends or fails mid-body -----------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_clean_eof_before_the_terminal_event_is_incomplete(
+    client: Client, stream_server: StreamServer
+) -> None:
+    provider, _, body = STREAMS["onecortex"]
+    full = sf.fold([body], provider=provider)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold(stream_server.url("/stream/onecortex", end=len(body) - 40), provider)
+    partial = info.value.partial
+    assert partial is not None
+    assert not partial.complete
+    assert partial.text == full.text  # everything but the terminal event arrived
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cut", ["utf8", "700"])
+async def test_cut_connection_is_incomplete_with_the_partial(
+    client: Client, stream_server: StreamServer, cut: str
+) -> None:
+    provider, _, body = STREAMS["onecortex"]
+    full = sf.fold([body], provider=provider)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold(stream_server.url("/stream/onecortex", cut=cut), provider)
+    exc = info.value
+    assert exc.partial is not None
+    assert not exc.partial.complete
+    assert full.text.startswith(exc.partial.text)
+    # The client's own exception says what happened to the connection.
+    assert exc.__cause__ is not None
+    assert "connection" in exc.message
+
+
+# -- no leaked connections -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["break", "raise"])
+async def test_leaving_the_loop_closes_the_connection(
+    client: Client, stream_server: StreamServer, how: str, request: pytest.FixtureRequest
+) -> None:
+    rid = f"leave-{request.node.callspec.id}"
+    url = stream_server.url("/generate", n=100_000, event_delay=0.002, rid=rid)
+    seen = await client.read_then_leave(url, "openai", 5, raise_=how == "raise")
+    assert seen == 5
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid)
+
+
+# -- sf.stream / sf.astream ------------------------------------------------------------------
+
+
+def test_stream_events_then_fold(stream_server: StreamServer) -> None:
+    provider, _, body = STREAMS["onecortex"]
+    with sf.stream("GET", stream_server.url("/stream/onecortex"), provider=provider) as s:
+        assert s.status_code == 200
+        first = [event for _, event in zip(range(3), s, strict=False)]
+        message = s.fold()  # reads the rest; the events read above are folded too
+    assert [type(e) for e in first] == [sf.MessageStart, sf.StepStart, sf.BlockStart]
+    assert message == sf.fold([body], provider=provider)
+    assert s.response is not None
+    assert s.response.is_closed
+
+
+def test_stream_snapshot_follows_the_events(stream_server: StreamServer) -> None:
+    texts = []
+    with sf.stream("GET", stream_server.url("/stream/clouisle"), provider="clouisle") as s:
+        for event in s:
+            if isinstance(event, sf.BlockDelta) and event.kind == "text":
+                texts.append(s.snapshot().text)
+        final = s.fold()
+    assert texts[-1] == final.text
+    assert all(final.text.startswith(t) for t in texts)
+    assert len(set(texts)) == len(texts)
+
+
+def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
+    url = stream_server.url("/stream/onecortex", status=429)
+    stream = sf.stream("GET", url, provider="onecortex")
+    with pytest.raises(sf.StreamError) as info, stream:
+        pytest.fail("the with-block must not run")
+    assert info.value.status == 429
+    assert stream.response is None
+
+
+def test_stream_without_with_closes_at_the_end(stream_server: StreamServer) -> None:
+    events = list(sf.stream("GET", stream_server.url("/stream/cohere-v1"), provider="cohere-v1"))
+    assert isinstance(events[-1], sf.MessageEnd)
+
+
+def test_stream_break_without_with_closes_the_connection(stream_server: StreamServer) -> None:
+    rid = "stream-break"
+    url = stream_server.url("/generate", n=100_000, event_delay=0.002, rid=rid)
+    for count, _ in enumerate(sf.stream("GET", url, provider="openai"), start=1):
+        if count == 3:
+            break
+    assert stream_server.wait_disconnect(rid)
+
+
+def test_stream_incomplete_fold_has_the_partial(stream_server: StreamServer) -> None:
+    url = stream_server.url("/stream/clouisle", cut=900)
+    with pytest.raises(sf.IncompleteStreamError) as info, sf.stream(
+        "GET", url, provider="clouisle"
+    ) as s:
+        s.fold()
+    assert info.value.partial is not None
+    assert info.value.partial.tool_calls
+
+
+def test_stream_resume_reconnects_with_the_cursor(stream_server: StreamServer) -> None:
+    provider, _, body = STREAMS["clouisle"]
+    rid = "stream-resume"
+    url = stream_server.url("/stream/clouisle")
+    with sf.stream(
+        "GET", url, provider=provider, resume=True, params={"rid": rid, "cut": "utf8", "replay": 2}
+    ) as s:
+        message = s.fold()
+    assert message == sf.fold([body], provider=provider)
+    seen = stream_server.seen(rid)
+    assert len(seen) == 2
+    assert "after_sequence" not in seen[0].query
+    assert seen[1].query["after_sequence"] == str(message_sequence_before_cut(body))
+    assert seen[1].query["rid"] == rid  # the request's own parameters are kept
+
+
+def message_sequence_before_cut(body: bytes) -> int:
+    """The sequence of the last event wholly before the first multi-byte character."""
+    first_multibyte = next(i for i, b in enumerate(body) if b >= 0xC0)
+    whole = body[:first_multibyte].rsplit(b"\n\n", 1)[0]
+    last = whole.rsplit(b"data: ", 1)[1]
+    return int(json.loads(last)["sequence"])
+
+
+@pytest.mark.anyio
+async def test_astream_events_then_fold(anyio_backend: str, stream_server: StreamServer) -> None:
+    provider, _, body = STREAMS["openai-responses"]
+    url = stream_server.url("/stream/openai-responses")
+    async with sf.astream("GET", url, provider=provider) as s:
+        kinds = []
+        async for event in s:
+            kinds.append(type(event))
+            if len(kinds) == 2:
+                break
+        message = await s.fold()
+    assert kinds[0] is sf.MessageStart
+    assert message == sf.fold([body], provider=provider)
+
+
+@pytest.mark.anyio
+async def test_astream_with_a_given_client_and_resume(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    import httpx
+
+    provider, _, body = STREAMS["onecortex"]
+    async with httpx.AsyncClient() as http:
+        url = stream_server.url("/stream/onecortex")
+        async with sf.astream(
+            "GET", url, provider=provider, client=http, resume=True, params={"cut": 500}
+        ) as s:
+            message = await s.fold()
+        assert not http.is_closed  # a given client is the caller's to close
+    assert message == sf.fold([body], provider=provider)
+
+
+@pytest.mark.anyio
+async def test_astream_raises_http_errors_when_entered(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    with pytest.raises(sf.StreamError) as info:
+        async with sf.astream("GET", stream_server.url("/html", status=503), provider="openai"):
+            pytest.fail("the with-block must not run")
+    assert info.value.status == 503
+
+
+def test_stream_rejects_an_unknown_provider() -> None:
+    with pytest.raises(ValueError, match="unknown provider"):
+        sf.stream("GET", "http://127.0.0.1:9/", provider="nope")
+
+
+# -- the wrong response for the API --------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_async_response_to_sync_api_is_a_type_error(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    import httpx
+
+    async with (
+        httpx.AsyncClient() as http,
+        http.stream("GET", stream_server.url("/stream/onecortex")) as response,
+    ):
+        with pytest.raises(TypeError, match="AsyncClient"):
+            sf.fold(response, provider="onecortex")
+
+
+@pytest.mark.anyio
+async def test_sync_response_to_async_api_is_a_type_error(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    import httpx
+
+    with (
+        httpx.Client() as http,
+        http.stream("GET", stream_server.url("/stream/onecortex")) as response,
+    ):
+        with pytest.raises(TypeError, match=r"httpx\.Client"):
+            await sf.afold(response, provider="onecortex")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_aiohttp_response_to_sync_api_is_a_type_error(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    import aiohttp
+
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(stream_server.url("/stream/onecortex")) as response,
+    ):
+        with pytest.raises(TypeError, match="aevents"):
+            sf.fold(response, provider="onecortex")
+
+
+def test_non_response_object_is_a_type_error() -> None:
+    import httpx
+
+    with pytest.raises(TypeError, match="expected an iterable of bytes"), httpx.Client() as http:
+        sf.fold(http, provider="openai")
+
+
+# -- error bodies --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "message"),
+    [
+        (  # OpenAI, Mistral
+            {"error": {"message": "Rate limit", "type": "requests", "code": "rate_limit_exceeded"}},
+            "rate_limit_exceeded",
+            "Rate limit",
+        ),
+        (  # Anthropic
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            "overloaded_error",
+            "Overloaded",
+        ),
+        (  # Gemini without alt=sse: a one-element array
+            [{"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}],
+            "RESOURCE_EXHAUSTED",
+            "Quota",
+        ),
+        ({"message": "invalid api token"}, None, "invalid api token"),  # Cohere
+        ({"detail": "Run not found"}, None, "Run not found"),  # FastAPI-style
+        ({"error": "bad request", "code": "E1"}, "E1", "bad request"),
+        ({"error": {"code": 503, "message": "down"}}, 503, "down"),
+        ("plain text", None, None),
+    ],
+)
+def test_error_fields_of_the_common_error_bodies(body: Any, code: Any, message: Any) -> None:
+    assert _error_fields(body) == (code, message)
+
+
+def test_retry_after_seconds_and_http_date() -> None:
+    assert _retry_after("3") == 3.0
+    assert _retry_after("-1") == 0.0
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert _retry_after("soon") is None
+    assert _retry_after(None) is None
+
+
+def test_error_body_is_read_bounded(stream_server: StreamServer) -> None:
+    import httpx
+
+    url = stream_server.url("/stream/onecortex", status=500, pad=MAX_ERROR_BODY * 4)
+    with httpx.Client() as http, http.stream("GET", url) as response:
+        with pytest.raises(sf.StreamError) as info:
+            sf.fold(response, provider="onecortex")
+        assert response.is_closed
+    exc = info.value
+    assert isinstance(exc.raw, str)  # cut JSON is kept as text
+    assert len(exc.raw.encode()) == MAX_ERROR_BODY
+    assert "error body cut" in exc.message

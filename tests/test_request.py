@@ -1,0 +1,362 @@
+"""``Message.to_request(provider)`` against each provider's documented request shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import pytest
+
+import streamfold as sf
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    Event,
+    MessageEnd,
+    MessageStart,
+    SignatureDelta,
+)
+from streamfold.message import BlockKind, Message
+from streamfold.request import REQUEST_PROVIDERS
+
+
+def fold(events: Iterable[Event], provider: str = "test") -> Message:
+    folder = sf.Folder(provider)
+    for event in [MessageStart(), *events, MessageEnd(finish_reason="stop", raw_finish_reason="x")]:
+        folder.add(event)
+    return folder.result()
+
+
+def block(index: int, kind: BlockKind, *pieces: str, **start: object) -> list[Event]:
+    return [
+        BlockStart(index=index, kind=kind, **start),  # type: ignore[arg-type]
+        *(BlockDelta(index=index, kind=kind, text=p) for p in pieces),
+        BlockEnd(index=index, kind=kind),
+    ]
+
+
+def call(index: int, call_id: str, name: str, *fragments: str, **start: object) -> list[Event]:
+    return block(index, "tool_call", *fragments, id=call_id, name=name, **start)
+
+
+TEXT = fold(block(0, "text", "Hello ", "there."))
+CALLS = fold(
+    [
+        *block(0, "tool_plan", "I will look it up."),
+        *call(1, "call_1", "get_weather", '{"city": ', '"Paris"}'),
+        *call(2, "call_2", "get_time"),
+    ]
+)
+
+
+def test_every_provider_gives_json_serializable_output() -> None:
+    for provider in REQUEST_PROVIDERS:
+        json.dumps(TEXT.to_request(provider))
+        json.dumps(CALLS.to_request(provider))
+
+
+def test_default_provider_is_the_messages_own() -> None:
+    assert fold(block(0, "text", "x"), provider="openai").to_request() == {
+        "role": "assistant",
+        "content": "x",
+    }
+
+
+@pytest.mark.parametrize("name", ["auto", "", "cohere", "OPENAI"])
+def test_unknown_provider(name: str) -> None:
+    with pytest.raises(ValueError, match="no request shape"):
+        TEXT.to_request(name)
+
+
+def test_a_call_without_valid_arguments_cannot_be_sent_back() -> None:
+    broken = fold(call(0, "c", "f", '{"a": '))
+    for provider in REQUEST_PROVIDERS:
+        if provider in ("onecortex", "clouisle"):
+            continue
+        with pytest.raises(ValueError, match="no valid arguments"):
+            broken.to_request(provider)
+
+
+# -- OpenAI Chat Completions / Mistral ----------------------------------------------------------
+# https://platform.openai.com/docs/api-reference/chat/create (assistant message: content,
+# refusal, tool_calls[{id, type: "function", function: {name, arguments}}]); arguments is a
+# string of JSON.
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-chat"])
+def test_openai_text(provider: str) -> None:
+    assert TEXT.to_request(provider) == {"role": "assistant", "content": "Hello there."}
+
+
+def test_openai_tool_calls_keep_the_streamed_json_text() -> None:
+    assert CALLS.to_request("openai") == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            },
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "get_time", "arguments": "{}"},
+            },
+        ],
+    }
+
+
+def test_openai_refusal() -> None:
+    m = fold(block(0, "refusal", "I'm sorry, ", "I can't."))
+    assert m.to_request("openai") == {
+        "role": "assistant",
+        "content": None,
+        "refusal": "I'm sorry, I can't.",
+    }
+
+
+def test_mistral() -> None:
+    # https://docs.mistral.ai/api/#tag/chat (AssistantMessage {role, content, tool_calls})
+    request = CALLS.to_request("mistral")
+    assert request["role"] == "assistant"
+    assert request["content"] == ""
+    assert request["tool_calls"][0] == {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    assert TEXT.to_request("mistral") == {"role": "assistant", "content": "Hello there."}
+
+
+# -- Cohere --------------------------------------------------------------------------------------
+
+
+def test_cohere_v2_tool_turn() -> None:
+    # https://docs.cohere.com/docs/tool-use-overview: messages.append({"role": "assistant",
+    # "tool_plan": ..., "tool_calls": ...}); tool_calls[{id, type: "function", function:
+    # {name, arguments: JSON text}}].
+    assert CALLS.to_request("cohere-v2") == {
+        "role": "assistant",
+        "tool_plan": "I will look it up.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            },
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "get_time", "arguments": "{}"},
+            },
+        ],
+    }
+
+
+def test_cohere_v2_text_and_reasoning() -> None:
+    assert TEXT.to_request("cohere-v2") == {"role": "assistant", "content": "Hello there."}
+    m = fold([*block(0, "reasoning", "2 + 2 = 4"), *block(1, "text", "4.")])
+    assert m.to_request("cohere-v2") == {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "2 + 2 = 4"}, {"type": "text", "text": "4."}],
+    }
+
+
+def test_cohere_v1_chat_history_entry() -> None:
+    # https://docs.cohere.com/v1/reference/chat: chat_history ChatMessage {role: "CHATBOT",
+    # message, tool_calls[{name, parameters: object}]}.
+    assert CALLS.to_request("cohere-v1") == {
+        "role": "CHATBOT",
+        "message": "I will look it up.",
+        "tool_calls": [
+            {"name": "get_weather", "parameters": {"city": "Paris"}},
+            {"name": "get_time", "parameters": {}},
+        ],
+    }
+    assert TEXT.to_request("cohere-v1") == {"role": "CHATBOT", "message": "Hello there."}
+
+
+# -- Anthropic -----------------------------------------------------------------------------------
+
+
+def test_anthropic_blocks_in_order_with_signatures() -> None:
+    # https://docs.anthropic.com/en/api/messages: content [{type: "thinking", thinking,
+    # signature}, {type: "redacted_thinking", data}, {type: "text", text}, {type: "tool_use",
+    # id, name, input}]; thinking blocks go back unchanged (extended-thinking guide).
+    redacted = {"type": "redacted_thinking", "data": "EqkECkYI"}
+    m = fold(
+        [
+            BlockStart(index=0, kind="reasoning"),
+            BlockDelta(index=0, kind="reasoning", text="Let me think."),
+            SignatureDelta(index=0, signature="sig-1"),
+            BlockEnd(index=0, kind="reasoning"),
+            *block(1, "reasoning", complete=True, data=redacted),
+            *block(2, "text", "Checking."),
+            *block(3, "text"),  # empty: the API rejects empty text blocks
+            *call(4, "toolu_1", "get_weather", '{"location": "SF"}', arguments={}),
+        ]
+    )
+    assert m.to_request("anthropic") == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Let me think.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "EqkECkYI"},
+            {"type": "text", "text": "Checking."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {"location": "SF"},
+            },
+        ],
+    }
+
+
+def test_anthropic_server_tools_go_back_as_they_came() -> None:
+    result = {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": [{"url": "u"}]}
+    start = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}
+    m = fold(
+        [
+            *block(
+                0, "server_tool", '{"query": "news"}', id="srv_1", name="web_search", data=start
+            ),
+            *block(1, "server_tool", complete=True, id="srv_1", data=result),
+            *block(2, "text", "Top story."),
+        ]
+    )
+    assert m.to_request("anthropic")["content"] == [
+        {
+            "type": "server_tool_use",
+            "id": "srv_1",
+            "name": "web_search",
+            "input": {"query": "news"},
+        },
+        result,
+        {"type": "text", "text": "Top story."},
+    ]
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------
+
+
+def test_openai_responses_input_items() -> None:
+    # https://platform.openai.com/docs/api-reference/responses/create: input items reasoning
+    # {type, id, summary[{type: "summary_text", text}], encrypted_content}, message {type, id,
+    # role, status, content[{type: "output_text", text, annotations}]}, function_call {type,
+    # id, call_id, name, arguments}.
+    m = fold(
+        [
+            BlockStart(index=0, kind="reasoning", extra={"item_id": "rs_1"}),
+            BlockDelta(index=0, kind="reasoning", text="**Plan**"),
+            SignatureDelta(index=0, signature="gAAAA"),
+            BlockEnd(index=0, kind="reasoning"),
+            *block(1, "text", "Calling.", extra={"item_id": "msg_1"}),
+            *call(2, "call_9", "get_capital", '{"country":"France"}', extra={"item_id": "fc_1"}),
+        ]
+    )
+    assert m.to_request("openai-responses") == [
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "**Plan**"}],
+            "encrypted_content": "gAAAA",
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_1",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Calling.", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_9",
+            "name": "get_capital",
+            "arguments": '{"country":"France"}',
+            "id": "fc_1",
+        },
+    ]
+
+
+def test_openai_responses_final_items_are_sent_as_they_came() -> None:
+    final = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "a"}, {"type": "summary_text", "text": "b"}],
+    }
+    web = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    m = fold(
+        [
+            BlockStart(index=0, kind="reasoning", extra={"item_id": "rs_1"}),
+            BlockDelta(index=0, kind="reasoning", text="a\n\nb"),
+            BlockEnd(index=0, kind="reasoning", data=final),
+            BlockStart(index=1, kind="server_tool", id="ws_1", name="web_search_call", data=web),
+            BlockEnd(index=1, kind="server_tool", data=web),
+            *block(2, "text", "Hi", extra={"item_id": "msg_1"}),
+            *block(3, "refusal", "No", extra={"item_id": "msg_1"}),
+        ]
+    )
+    items = m.to_request("openai-responses")
+    assert items[0] is final
+    assert items[1] == web
+    assert m.blocks[1].tool_call is None  # a progress-only server tool has no call
+    assert items[2]["content"] == [
+        {"type": "output_text", "text": "Hi", "annotations": []},
+        {"type": "refusal", "refusal": "No"},
+    ]
+    assert len(items) == 3
+
+
+# -- Gemini --------------------------------------------------------------------------------------
+
+
+def test_gemini_parts_keep_thought_signatures() -> None:
+    # https://ai.google.dev/api/caching#Content: {role: "model", parts: [{text}, {text,
+    # thought: true}, {functionCall: {name, args}}]}; thought signatures go back on the part
+    # they came with (https://ai.google.dev/gemini-api/docs/thought-signatures).
+    m = fold(
+        [
+            *block(0, "reasoning", "**Thinking**"),
+            BlockStart(index=1, kind="text"),
+            BlockDelta(index=1, kind="text", text="There are 3."),
+            SignatureDelta(index=1, signature="sig-text"),
+            BlockEnd(index=1, kind="text"),
+            *block(
+                2,
+                "tool_call",
+                name="get_country",
+                complete=True,
+                arguments={},
+                extra={"thoughtSignature": "sig-call"},
+            ),
+            *block(3, "tool_call", name="read_screen", complete=True, arguments={"id": "A"}),
+        ]
+    )
+    assert m.to_request("gemini") == {
+        "role": "model",
+        "parts": [
+            {"text": "**Thinking**", "thought": True},
+            {"text": "There are 3.", "thoughtSignature": "sig-text"},
+            {"functionCall": {"name": "get_country", "args": {}}, "thoughtSignature": "sig-call"},
+            {"functionCall": {"name": "read_screen", "args": {"id": "A"}}},
+        ],
+    }
+
+
+def test_gemini_signature_on_an_empty_part_is_kept() -> None:
+    m = fold([*block(0, "text"), SignatureDelta(index=0, signature="s")])
+    assert m.to_request("gemini") == {
+        "role": "model",
+        "parts": [{"text": "", "thoughtSignature": "s"}],
+    }
+
+
+# -- agent platforms -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["onecortex", "clouisle"])
+def test_agent_platforms_plain_turn(provider: str) -> None:
+    assert CALLS.to_request(provider) == {"role": "assistant", "content": ""}
+    assert TEXT.to_request(provider) == {"role": "assistant", "content": "Hello there."}
