@@ -347,6 +347,20 @@ mod tests {
         ]
     }
 
+    /// Cut `input` at the given points (taken modulo its length, sorted).
+    fn cut<'a>(input: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+        points.sort_unstable();
+        let mut parts = Vec::with_capacity(points.len() + 1);
+        let mut start = 0;
+        for p in points {
+            parts.push(&input[start..p]);
+            start = p;
+        }
+        parts.push(&input[start..]);
+        parts
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -357,16 +371,46 @@ mod tests {
             limit in prop_oneof![Just(DEFAULT_MAX_LINE_BYTES), 0usize..20],
         ) {
             let input = pieces.concat();
-            let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
-            points.sort_unstable();
-            let mut parts = Vec::new();
-            let mut start = 0;
-            for p in points {
-                parts.push(&input[start..p]);
-                start = p;
+            let whole = split_chunks([&input[..]], limit);
+            prop_assert_eq!(split_chunks(cut(&input, &cuts), limit), whole);
+        }
+    }
+
+    /// The fallback of `make fuzz` where cargo-fuzz cannot build: the `jsonl_split` property
+    /// on random inputs until `STREAMFOLD_FUZZ_SECONDS` (default 60) pass.
+    #[test]
+    #[ignore = "long-running: `make fuzz` runs it when cargo-fuzz cannot build"]
+    fn fuzz_jsonl_split_time_boxed() {
+        use proptest::test_runner::{Config, TestRunner};
+        use std::time::{Duration, Instant};
+
+        let seconds = std::env::var("STREAMFOLD_FUZZ_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60);
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        let mut runner = TestRunner::new(Config {
+            cases: 2000,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let strategy = (
+            prop_oneof![
+                proptest::collection::vec(piece(), 0..60).prop_map(|p| p.concat()),
+                proptest::collection::vec(any::<u8>(), 0..2048),
+            ],
+            proptest::collection::vec(any::<usize>(), 0..16),
+            prop_oneof![Just(DEFAULT_MAX_LINE_BYTES), 0usize..64],
+        );
+        while Instant::now() < deadline {
+            let result = runner.run(&strategy, |(input, cuts, limit)| {
+                let whole = split_chunks([&input[..]], limit);
+                prop_assert_eq!(split_chunks(cut(&input, &cuts), limit), whole);
+                Ok(())
+            });
+            if let Err(e) = result {
+                panic!("{e}");
             }
-            parts.push(&input[start..]);
-            prop_assert_eq!(split_chunks(parts, limit), split_chunks([&input[..]], limit));
         }
     }
 }

@@ -15,7 +15,8 @@ Endpoints (GET or POST):
 ``/html``                     a 200 HTML page (a proxy's login page, say)
 
 Faults, as query parameters, applied to the connections whose number (0 for the first request
-of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` for every one):
+of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` for every one;
+``<fault>_on=`` for one fault, e.g. ``cut=400&status=503&status_on=1``):
 
 ``cut=N``           close the connection after N body bytes (``cut=utf8``: inside the first
                     multi-byte UTF-8 character), without ending the chunked body
@@ -23,7 +24,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``stall=S``         stop sending for S seconds after ``stall_at=N`` bytes (default 0)
 ``drip=1``          send one byte per write
 ``status=429``      answer with that status and a JSON error body (``retry_after=`` adds the
-                    header)
+                    header, ``pad=N`` pads the body with N bytes)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
@@ -181,9 +182,7 @@ def _openai_responses() -> str:
             },
         },
     ]
-    return "".join(
-        _sse(e["type"], {**e, "sequence_number": n}) for n, e in enumerate(events)
-    )
+    return "".join(_sse(e["type"], {**e, "sequence_number": n}) for n, e in enumerate(events))
 
 
 def _cohere_v1() -> str:
@@ -247,7 +246,11 @@ def generated_stream(provider: str, n: int, delta: str = "tok ") -> bytes:
             )
         )
         piece = json.dumps(
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": delta}}
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": delta},
+            }
         )
         out.extend(_sse("content_block_delta", piece) for _ in range(n))
         out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
@@ -265,7 +268,12 @@ def generated_stream(provider: str, n: int, delta: str = "tok ") -> bytes:
         return "".join(out).encode()
     if provider != "openai":
         raise ValueError(f"no generated stream for {provider!r}")
-    head = {"id": "chatcmpl-gen", "object": "chat.completion.chunk", "created": 1, "model": "gpt-gen"}
+    head = {
+        "id": "chatcmpl-gen",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-gen",
+    }
     first = {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
     out.append(_sse(None, first))
     piece = json.dumps(
@@ -298,16 +306,16 @@ def split_events(body: bytes, content_type: str) -> list[_Block]:
         return blocks
     start = 0
     for match in _BLOCK_END.finditer(body):
-        blocks.append(_describe(body[start : match.end()]))
+        blocks.append(_Block(body[start : match.end()]))
         start = match.end()
     if start < len(body):
         blocks.append(_Block(body[start:]))
     return blocks
 
 
-def _describe(raw: bytes) -> _Block:
-    block = _Block(raw)
-    for line in raw.decode("utf-8", errors="replace").splitlines():
+def _describe(block: _Block) -> _Block:
+    """Fill in the block's id and sequence (only for resumed requests: it costs)."""
+    for line in block.data.decode("utf-8", errors="replace").splitlines():
         if line.startswith("id:"):
             block.event_id = line[3:].removeprefix(" ")
         elif line.startswith("data:"):
@@ -325,6 +333,10 @@ def _resume_index(request: web.Request, blocks: list[_Block]) -> int:
     if request.query.get("resume") == "0":
         return 0
     last_id = request.headers.get("Last-Event-ID")
+    if not last_id and not {"after_sequence", "starting_after"} & set(request.query):
+        return 0
+    for block in blocks:
+        _describe(block)
     for name in ("after_sequence", "starting_after"):
         value = request.query.get(name)
         if value is not None:
@@ -400,8 +412,10 @@ class StreamServer:
     def _attempt(self, request: web.Request) -> int:
         rid = request.query.get("rid", "")
         with self._lock:
-            attempt = self._attempts.get(rid, 0)
-            self._attempts[rid] = attempt + 1
+            # Without a rid every request is a first connection.
+            attempt = self._attempts.get(rid, 0) if rid else 0
+            if rid:
+                self._attempts[rid] = attempt + 1
             self.requests.append(
                 Seen(request.path, dict(request.query), dict(request.headers), attempt)
             )
@@ -437,7 +451,9 @@ class StreamServer:
             content_type="text/html",
         )
 
-    async def _serve(self, request: web.Request, body: bytes, content_type: str) -> web.StreamResponse:
+    async def _serve(
+        self, request: web.Request, body: bytes, content_type: str
+    ) -> web.StreamResponse:
         attempt = self._attempt(request)
         rid = request.query.get("rid", "")
         try:
@@ -449,9 +465,7 @@ class StreamServer:
         self, request: web.Request, body: bytes, content_type: str, attempt: int, rid: str
     ) -> web.StreamResponse:
         q = request.query
-        on = q.get("on", "0")
-        faulty = on == "all" or str(attempt) in on.split(",")
-        fault = {k: v for k, v in q.items() if faulty}
+        fault = {k: v for k, v in q.items() if _applies(q, k, attempt)}
         if "status" in fault:
             status = int(fault["status"])
             headers = {"Retry-After": fault["retry_after"]} if "retry_after" in fault else {}
@@ -462,6 +476,8 @@ class StreamServer:
                     "code": "rate_limited" if status == 429 else "internal_error",
                 }
             }
+            if "pad" in fault:
+                error["error"]["padding"] = "x" * int(fault["pad"])
             return web.json_response(error, status=status, headers=headers)
         blocks = split_events(body, content_type)
         start = _resume_index(request, blocks)
@@ -502,10 +518,9 @@ class StreamServer:
                         data = compressor.compress(part) + compressor.flush(zlib.Z_SYNC_FLUSH)
                     await response.write(data)
                     sent += len(part)
-                if delay:
-                    if not await _sleep_while_connected(request, delay):
-                        self._event(self._gone, rid).set()
-                        return response
+                if delay and not await _sleep_while_connected(request, delay):
+                    self._event(self._gone, rid).set()
+                    return response
             if cut is not None and sent >= cut:
                 await _close_abruptly(request)
                 return response
@@ -516,6 +531,19 @@ class StreamServer:
             self._event(self._gone, rid).set()
             raise
         return response
+
+
+_FAULTS = frozenset(
+    {"cut", "end", "stall", "stall_at", "drip", "status", "retry_after", "pad", "ctype", "gzip"}
+)
+
+
+def _applies(query: Any, key: str, attempt: int) -> bool:
+    """Whether fault ``key`` applies to connection number ``attempt``."""
+    if key not in _FAULTS:
+        return False
+    on = query.get(f"{key}_on", query.get("on", "0"))
+    return bool(on == "all" or str(attempt) in on.split(","))
 
 
 def _cut_offset(value: str | None, body: bytes) -> int | None:
@@ -529,9 +557,7 @@ def _cut_offset(value: str | None, body: bytes) -> int | None:
     return int(value)
 
 
-def _split_piece(
-    piece: bytes, sent: int, drip: bool, *marks: int | None
-) -> Iterator[bytes]:
+def _split_piece(piece: bytes, sent: int, drip: bool, *marks: int | None) -> Iterator[bytes]:
     """The piece in writes: byte by byte when dripping, else split at the fault offsets."""
     if drip:
         for i in range(len(piece)):
@@ -585,7 +611,7 @@ def start_server() -> StreamServer:
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
-        site = web.SockSite(runner, sock, shutdown_timeout=0.5)
+        site = web.SockSite(runner, sock)
         await site.start()
         port = sock.getsockname()[1]
         server.base_url = f"http://127.0.0.1:{port}"
@@ -597,6 +623,7 @@ def start_server() -> StreamServer:
             loop.run_until_complete(setup())
         except BaseException as exc:
             box["error"] = exc
+            loop.close()
             ready.set()
             return
         ready.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -733,3 +734,95 @@ def test_unknown_events_and_event_subclasses() -> None:
         end(),
     ]
     assert fold(events).text == "sub"
+
+
+class RejectingAccumulator:
+    """Behaves like the Rust ``JsonAccumulator`` on text that can never be valid: ``push``
+    raises ``InvalidJsonError`` at the fragment bringing the bad character (keeping it in
+    ``text``), and every later call raises the same error."""
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._error: sf.InvalidJsonError | None = None
+
+    def push(self, fragment: str) -> None:
+        if self._error is not None:
+            raise self._error
+        self._text += fragment
+        if ",," in self._text:
+            at = self._text.index(",,") + 1
+            self._error = sf.InvalidJsonError(f"unexpected ',' at byte {at}", offset=at)
+            raise self._error
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def value(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return json.loads(self._text)
+
+    def partial(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return None
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_arguments_rejected_at_push_keep_folding(
+    monkeypatch: pytest.MonkeyPatch, closed: bool
+) -> None:
+    monkeypatch.setattr(folder_module, "_JsonAccumulator", RejectingAccumulator)
+    folder = feed(
+        [
+            MessageStart(),
+            BlockStart(index=0, kind="tool_call", id="c", name="f"),
+            BlockDelta(index=0, kind="tool_call", text='{"a": 1,'),
+            BlockDelta(index=0, kind="tool_call", text=', "b"'),
+            BlockDelta(index=0, kind="tool_call", text=": 2}"),
+        ]
+    )
+    open_call = folder.snapshot().tool_calls[0]
+    assert open_call.arguments_json == '{"a": 1,, "b": 2}'
+    assert open_call.error is not None
+    assert "invalid" in open_call.error
+    assert open_call.partial_arguments() is None
+    if closed:
+        folder.add(BlockEnd(index=0, kind="tool_call"))
+    folder.add(end())
+    call = folder.result().tool_calls[0]
+    assert call.arguments is None
+    assert call.arguments_json == '{"a": 1,, "b": 2}'
+    assert call.error is not None
+    assert "invalid" in call.error
+    assert call.complete is closed
+
+
+def test_initial_text_rejected_at_push(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(folder_module, "_JsonAccumulator", RejectingAccumulator)
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="tool_call", id="c", name="f", text="[1,,"),
+        BlockDelta(index=0, kind="tool_call", text="2]"),
+        BlockEnd(index=0, kind="tool_call"),
+        end(),
+    ]
+    call = fold(events).tool_calls[0]
+    assert (call.arguments, call.arguments_json) == (None, "[1,,2]")
+    assert call.error
+
+
+def test_server_tool_input_rejected_at_push(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(folder_module, "_JsonAccumulator", RejectingAccumulator)
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="server_tool", id="s", name="web_search"),
+        BlockDelta(index=0, kind="server_tool", text='{"q": 1,,'),
+        BlockEnd(index=0, kind="server_tool"),
+        end(),
+    ]
+    server = fold(events).blocks[0].tool_call
+    assert server is not None
+    assert server.arguments is None
+    assert server.error

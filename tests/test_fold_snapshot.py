@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import streamfold as sf
 from streamfold import folder as folder_module
@@ -10,6 +14,7 @@ from streamfold.events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
+    Event,
     MessageEnd,
     MessageStart,
     SignatureDelta,
@@ -17,6 +22,7 @@ from streamfold.events import (
     UsageUpdate,
 )
 from streamfold.message import Block, ToolResult, Usage
+from test_fold_streams import CASES
 
 
 def test_unchanged_blocks_are_reused_and_changed_ones_rebuilt() -> None:
@@ -137,3 +143,61 @@ def test_snapshot_before_any_event() -> None:
     assert snap.text == ""
     assert snap.blocks == []
     assert not snap.complete
+
+
+def _digest(m: sf.Message) -> tuple[object, ...]:
+    return (
+        m.text,
+        m.reasoning,
+        m.tool_plan,
+        m.finish_reason,
+        m.complete,
+        [
+            (
+                b.index,
+                b.kind,
+                b.text,
+                b.complete,
+                b.signature,
+                None if b.tool_call is None else (b.tool_call.arguments_json, b.tool_call.complete),
+            )
+            for b in m.blocks
+        ],
+        [r.call_id for r in m.tool_results],
+        [(c.text, c.block) for c in m.citations],
+    )
+
+
+@given(data=st.data())
+def test_snapshots_anywhere_change_nothing(data: st.DataObject) -> None:
+    """Snapshots taken at any points neither change the result nor change afterwards."""
+    name = data.draw(st.sampled_from(sorted(CASES)))
+    case = CASES[name]
+    events = list(_events(case.body, case.provider))
+    points = data.draw(st.sets(st.integers(0, len(events)), max_size=8))
+    plain = sf.Folder(case.provider)
+    watched = sf.Folder(case.provider)
+    taken: list[tuple[sf.Message, tuple[object, ...]]] = []
+    for i, event in enumerate(events):
+        if i in points:
+            snap = watched.snapshot()
+            taken.append((snap, _digest(snap)))
+        plain.add(event)
+        watched.add(event)
+    assert _digest(watched.snapshot()) == _digest(plain.snapshot())
+    assert watched.complete == plain.complete
+    if plain.complete:
+        assert watched.results() == plain.results()
+    else:
+        assert _digest(watched.partial()) == _digest(plain.partial())
+    for snap, digest in taken:
+        assert _digest(snap) == digest
+
+
+def _events(body: bytes, provider: str) -> list[Event]:
+    """The events of a stream up to its end or its error."""
+    out: list[Event] = []
+    with contextlib.suppress(sf.StreamfoldError):
+        for event in sf.events([body], provider=provider):
+            out.append(event)
+    return out

@@ -680,6 +680,84 @@ def _responses_failed(e: sf.StreamError) -> None:
     assert e.retryable_without_duplicate is True
 
 
+# -- Gemini ----------------------------------------------------------------------------------------
+
+
+def gchunk(*parts: dict[str, Any], finish: str | None = None, **top: Any) -> tuple[None, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    body = {"candidates": [candidate], "modelVersion": "gemini-3-pro", "responseId": "r1", **top}
+    return None, body
+
+
+GEMINI_USAGE = {"promptTokenCount": 9, "candidatesTokenCount": 5, "totalTokenCount": 30}
+GEMINI_TOOL = [
+    gchunk({"text": "**Plan**", "thought": True}),
+    gchunk({"text": "Let me "}),
+    gchunk({"text": "check."}),
+    gchunk(
+        {"functionCall": {"name": "get_country", "args": {"q": "é"}}, "thoughtSignature": "c2ln"}
+    ),
+]
+
+
+@case(
+    "gemini_tool_call_stop",
+    "gemini",
+    sse(*GEMINI_TOOL, gchunk({"text": ""}, finish="STOP", usageMetadata=GEMINI_USAGE), crlf=True),
+)
+def _gemini_tool(m: Message) -> None:
+    assert (m.reasoning, m.text) == ("**Plan**", "Let me check.")
+    (call,) = m.tool_calls
+    assert (call.name, call.arguments, call.complete) == ("get_country", {"q": "é"}, True)
+    assert (m.finish_reason, m.raw_finish_reason) == ("tool_calls", "STOP")
+    assert m.usage is not None
+    assert m.usage.raw == GEMINI_USAGE
+    parts = m.to_request("gemini")["parts"]
+    assert parts[-1]["thoughtSignature"] == "c2ln"
+    assert parts[-1]["functionCall"] == {"name": "get_country", "args": {"q": "é"}}
+
+
+@case(
+    "gemini_max_tokens",
+    "gemini",
+    sse(gchunk({"text": "The capital"}), gchunk({"text": " is"}, finish="MAX_TOKENS"), crlf=True),
+)
+def _gemini_length(m: Message) -> None:
+    assert (m.text, m.finish_reason, m.raw_finish_reason) == (
+        "The capital is",
+        "length",
+        "MAX_TOKENS",
+    )
+
+
+@case("gemini_safety", "gemini", sse(gchunk({"text": "I"}, finish="SAFETY"), crlf=True))
+def _gemini_safety(m: Message) -> None:
+    assert (m.finish_reason, m.raw_finish_reason) == ("content_filter", "SAFETY")
+
+
+@case("gemini_cut", "gemini", sse(*GEMINI_TOOL[:3], crlf=True), sf.IncompleteStreamError)
+def _gemini_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial.text == "Let me check."
+
+
+@case(
+    "gemini_error_chunk",
+    "gemini",
+    sse(
+        *GEMINI_TOOL[:2],
+        (None, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}),
+        crlf=True,
+    ),
+    sf.StreamError,
+)
+def _gemini_error(e: sf.StreamError) -> None:
+    assert e.message == "overloaded"
+    assert e.retryable_without_duplicate is False
+    assert e.partial.text == "Let me "
+
+
 # -- Onecortex -------------------------------------------------------------------------------------
 
 

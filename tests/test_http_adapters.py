@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
 from http_server import (
     CLIENT_BACKENDS,
@@ -20,11 +22,15 @@ from http_server import (
     make_client,
     stream_server,
 )
-
-import streamfold as sf
 from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
+
+# httpx's async streams nest async generators it never closes; under trio, leaving a body
+# before its end (an error event, a break) makes trio warn about them when they are collected
+# (encode/httpx#3686, unfixed in httpx 0.28). streamfold closes the response and its own
+# generators; these warnings are httpx's alone.
+pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator 'http(x|core)\.:ResourceWarning")
 
 
 @pytest.fixture(params=list(CLIENT_BACKENDS))
@@ -76,11 +82,18 @@ def test_import_streamfold_imports_no_http_client() -> None:
 # -- whole streams -----------------------------------------------------------------------------
 
 CAPTURES = capture_files()
+#: Each capture through one of the clients, in turn (all of them through each would add
+#: nothing the faults below do not already cover, and cost a hundred more requests).
+CAPTURE_CASES = [
+    (list(CLIENT_BACKENDS)[i % len(CLIENT_BACKENDS)], p) for i, p in enumerate(CAPTURES)
+]
 
 
 @requires_captures
 @pytest.mark.anyio
-@pytest.mark.parametrize("path", CAPTURES, ids=[capture_id(p) for p in CAPTURES])
+@pytest.mark.parametrize(
+    ("client_kind", "path"), CAPTURE_CASES, ids=[f"{k}-{capture_id(p)}" for k, p in CAPTURE_CASES]
+)
 async def test_capture_through_http_folds_like_its_bytes(
     client: Client, stream_server: StreamServer, path: Path
 ) -> None:
@@ -260,7 +273,7 @@ async def test_leaving_the_loop_closes_the_connection(
     client: Client, stream_server: StreamServer, how: str, request: pytest.FixtureRequest
 ) -> None:
     rid = f"leave-{request.node.callspec.id}"
-    url = stream_server.url("/generate", n=100_000, event_delay=0.002, rid=rid)
+    url = stream_server.url("/generate", n=3000, event_delay=0.002, rid=rid)
     seen = await client.read_then_leave(url, "openai", 5, raise_=how == "raise")
     assert seen == 5
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid)
@@ -309,7 +322,7 @@ def test_stream_without_with_closes_at_the_end(stream_server: StreamServer) -> N
 
 def test_stream_break_without_with_closes_the_connection(stream_server: StreamServer) -> None:
     rid = "stream-break"
-    url = stream_server.url("/generate", n=100_000, event_delay=0.002, rid=rid)
+    url = stream_server.url("/generate", n=3000, event_delay=0.002, rid=rid)
     for count, _ in enumerate(sf.stream("GET", url, provider="openai"), start=1):
         if count == 3:
             break
@@ -317,10 +330,12 @@ def test_stream_break_without_with_closes_the_connection(stream_server: StreamSe
 
 
 def test_stream_incomplete_fold_has_the_partial(stream_server: StreamServer) -> None:
-    url = stream_server.url("/stream/clouisle", cut=900)
-    with pytest.raises(sf.IncompleteStreamError) as info, sf.stream(
-        "GET", url, provider="clouisle"
-    ) as s:
+    body = STREAMS["clouisle"][2]
+    url = stream_server.url("/stream/clouisle", cut=body.index(b"event: tool_result"))
+    with (
+        pytest.raises(sf.IncompleteStreamError) as info,
+        sf.stream("GET", url, provider="clouisle") as s,
+    ):
         s.fold()
     assert info.value.partial is not None
     assert info.value.partial.tool_calls
@@ -387,7 +402,9 @@ async def test_astream_raises_http_errors_when_entered(
     anyio_backend: str, stream_server: StreamServer
 ) -> None:
     with pytest.raises(sf.StreamError) as info:
-        async with sf.astream("GET", stream_server.url("/html", status=503), provider="openai"):
+        async with sf.astream(
+            "GET", stream_server.url("/stream/onecortex", status=503), provider="openai"
+        ):
             pytest.fail("the with-block must not run")
     assert info.value.status == 503
 
@@ -423,9 +440,9 @@ async def test_sync_response_to_async_api_is_a_type_error(
     with (
         httpx.Client() as http,
         http.stream("GET", stream_server.url("/stream/onecortex")) as response,
+        pytest.raises(TypeError, match=r"httpx\.Client"),
     ):
-        with pytest.raises(TypeError, match=r"httpx\.Client"):
-            await sf.afold(response, provider="onecortex")
+        await sf.afold(response, provider="onecortex")
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

@@ -11,7 +11,7 @@ See the README for the full manual.
 
 from __future__ import annotations
 
-from ._core import JsonLinesDecoder, ServerSentEvent, SSEDecoder
+from ._core import JsonAccumulator, JsonChange, JsonLinesDecoder, ServerSentEvent, SSEDecoder
 from ._core import __version__ as __version__
 from .api import aevents, events
 from .errors import (
@@ -74,6 +74,8 @@ __all__ = [
     "IncompleteJsonError",
     "IncompleteStreamError",
     "InvalidJsonError",
+    "JsonAccumulator",
+    "JsonChange",
     "JsonLinesDecoder",
     "MediaAdded",
     "Message",

@@ -1,8 +1,15 @@
 """The native core. Users import from ``streamfold``, never from here."""
 
-from typing import Any, final
+from typing import Any, Literal, final
 
-__all__ = ["JsonLinesDecoder", "SSEDecoder", "ServerSentEvent", "__version__"]
+__all__ = [
+    "JsonAccumulator",
+    "JsonChange",
+    "JsonLinesDecoder",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "__version__",
+]
 
 __version__: str
 
@@ -52,3 +59,28 @@ class JsonLinesDecoder:
     def position(self) -> int: ...
     @property
     def max_line_bytes(self) -> int: ...
+
+@final
+class JsonChange:
+    def __new__(
+        cls, path: tuple[str | int, ...], kind: str, text: str | None = None
+    ) -> JsonChange: ...
+    @property
+    def path(self) -> tuple[str | int, ...]: ...
+    @property
+    def kind(self) -> Literal["set", "grew", "completed"]: ...
+    @property
+    def text(self) -> str | None: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class JsonAccumulator:
+    def __new__(cls) -> JsonAccumulator: ...
+    def push(self, fragment: str) -> None: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def is_complete(self) -> bool: ...
+    def value(self) -> Any: ...
+    def partial(self) -> Any: ...
+    def partial_with_changes(self) -> tuple[Any, list[JsonChange]]: ...

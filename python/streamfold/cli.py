@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
@@ -149,7 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             # A terminal or pipe without UTF-8 gets '?' instead of a UnicodeEncodeError.
             reconfigure(errors="replace")
+    # Arrival times count from here: the closest this process gets to when the request began.
+    started = time.monotonic()
     args = build_parser().parse_args(argv)
+    args.started = started
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:
@@ -183,7 +187,7 @@ def _error(message: str) -> None:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     try:
         with _save_target(args.save, args.path) as save:
-            recording = load_input(args.path, save=save)
+            recording = load_input(args.path, save=save, started=args.started)
     except InputError as exc:
         _error(str(exc))
         return Outcome.BAD_INPUT.exit_code
@@ -233,14 +237,17 @@ def _save_target(save: str | None, source: str) -> Iterator[IO[bytes] | None]:
         yield fp
 
 
-def load_input(path: str, *, save: IO[bytes] | None = None) -> Recording:
+def load_input(
+    path: str, *, save: IO[bytes] | None = None, started: float | None = None
+) -> Recording:
     """Read ``path`` (``-`` = stdin, live and timed) as a :class:`Recording`.
 
     A file in the recording format keeps its recorded arrival times; any other file is one
-    chunk that arrived at once (``live`` false).
+    chunk that arrived at once (``live`` false). Live arrival times count from ``started``
+    (a ``time.monotonic()`` value; default: when reading starts).
     """
     if path == "-":
-        return _load_stdin(save)
+        return _load_stdin(save, started)
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -254,16 +261,18 @@ def load_input(path: str, *, save: IO[bytes] | None = None) -> Recording:
     return recording
 
 
-def _load_stdin(save: IO[bytes] | None) -> Recording:
+def _load_stdin(save: IO[bytes] | None, started: float | None) -> Recording:
     arrivals: list[Arrival] = []
     writer = RecordingWriter(save, source="stdin") if save is not None else None
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):
         raise InputError("cannot read stdin: it is closed or not a file") from None
+    if os.isatty(fd):
+        _error("reading the stream from the terminal; end it with Ctrl-D")
     end: float | None = None
     try:
-        for arrival in read_live(fd):
+        for arrival in read_live(fd, start=started):
             if not arrival.data:
                 end = arrival.t
                 break

@@ -9,6 +9,7 @@ the arrival time of the chunk that completed it. What ended the stream decides t
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,6 +146,8 @@ class Timeline:
             if self.every_event:
                 self.entries.append(Entry(seq, t, event, block))
             return
+        if not self.every_event and isinstance(event, Notice) and event.kind == "provider_detected":
+            return  # the header shows the detected provider
         key = _collapse_key(event)
         last = self.entries[-1] if self.entries else None
         if (
@@ -157,14 +160,6 @@ class Timeline:
             last.event = event
             return
         self.entries.append(Entry(seq, t, event))
-
-    @property
-    def blocks(self) -> list[BlockSummary]:
-        seen: list[BlockSummary] = []
-        for entry in self.entries:
-            if entry.block is not None and all(entry.block is not b for b in seen):
-                seen.append(entry.block)
-        return seen
 
 
 def _collapse_key(event: Event) -> str | None:
@@ -208,22 +203,10 @@ class Inspection:
 
 def chosen_provider_name(provider: Provider) -> str:
     """The provider's name; for ``auto``, the provider it detected (``auto`` until then)."""
-    seen: set[int] = set()
-    current: Any = provider
-    while id(current) not in seen:
-        seen.add(id(current))
-        inner = None
-        for attr in ("chosen", "detected", "inner", "delegate", "provider"):
-            candidate = getattr(current, attr, None)
-            if isinstance(candidate, Provider):
-                inner = candidate
-                break
-            if isinstance(candidate, str) and candidate and candidate != "auto":
-                return candidate
-        if inner is None:
-            break
-        current = inner
-    return str(getattr(current, "name", "") or "auto")
+    chosen = getattr(provider, "chosen", None)
+    if isinstance(chosen, str) and chosen:
+        return chosen
+    return provider.name or "auto"
 
 
 def inspect_stream(
@@ -291,6 +274,10 @@ class _Run:
             self.fold_error = exc
 
     def _take(self, events: Sequence[Event], t: float) -> None:
+        folder = self.folder
+        if folder.provider == "auto" and events:
+            # Name the detected provider in the fold's warnings, not "auto".
+            folder.provider = chosen_provider_name(self.pipeline.provider)
         for event in events:
             self.timeline.add(self.seq, t if self.stamp else None, event)
             self.seq += 1
@@ -375,10 +362,18 @@ def _classify(
             "the connection was cut or the input truncated; this is not a short answer",
         )
     if isinstance(error, ProtocolError):
-        if run.recognized == 0:
+        if provider == "auto":
+            why = _one_line(str(error)).removeprefix("auto: ")
+            why = why.replace("pass provider= explicitly", "pass --provider NAME")
+            return Outcome.BAD_INPUT, f"cannot detect the provider: {why}"
+        if run.recognized == 0 and run.requested != "auto":
             return Outcome.BAD_INPUT, f"not a {provider} stream: {_one_line(str(error))}"
-        return Outcome.PROTOCOL_ERROR, f"protocol error: {_one_line(str(error))}"
+        return Outcome.PROTOCOL_ERROR, _protocol_explanation(error)
     return Outcome.BAD_INPUT, f"{type(error).__name__}: {_one_line(str(error))}"
+
+
+def _protocol_explanation(error: StreamfoldError) -> str:
+    return f"protocol error: {_one_line(str(error))}"
 
 
 def _produced(message: Message | None) -> str:
@@ -424,7 +419,27 @@ def _not_a_stream(data: bytes) -> str | None:
             "the input is gzip-compressed: decompress it first (`curl --compressed`, `gunzip`); "
             "compression on an event stream also delays every event"
         )
-    return None
+    return _error_body(data)
+
+
+def _error_body(data: bytes) -> str | None:
+    """A saved HTTP error response (one JSON object with an error) is not a stream."""
+    if not data.lstrip().startswith(b"{") or len(data) > 1 << 20:
+        return None
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or "event_type" in body:
+        return None
+    error = body.get("error", body.get("detail"))
+    if error is None:
+        return None
+    message = error.get("message", error) if isinstance(error, dict) else error
+    return (
+        "this is an error response body, not a stream: "
+        f"{_one_line(str(message))[:200]} (the request failed before streaming began)"
+    )
 
 
 def _bad_input(source: str, provider: str, why: str, timeline: Timeline) -> Inspection:
@@ -458,6 +473,12 @@ def _wrong_provider(inspection: Inspection, recording: Recording, *, strict: boo
         detected = guess.finish(inspection.source)
     except StreamfoldError:
         detected = None
+    if detected is not None and detected.provider == forced:
+        # Auto-detection agrees with --provider: the stream is broken, not misread.
+        if isinstance(inspection.error, ProtocolError):
+            inspection.outcome = Outcome.PROTOCOL_ERROR
+            inspection.explanation = _protocol_explanation(inspection.error)
+        return inspection
     hint = ""
     if detected is not None and detected.provider not in ("auto", forced) and guess.recognized:
         hint = (

@@ -243,6 +243,8 @@ def _message_section(inspection: Inspection, style: Style) -> list[str]:
     choices = message.choices if len(message.choices) > 1 else [message]
     lines: list[str] = []
     for m in choices:
+        if lines:
+            lines.append("")
         title = "message" if len(choices) == 1 else f"message, choice {m.choice}"
         lines.append(style(title, "bold"))
         lines.extend(_message_lines(m, inspection, style))

@@ -9,7 +9,9 @@ Snapshots are incremental: a block touched since the last snapshot is rebuilt (i
 joined once, its ``Block`` and ``ToolCall`` made anew); every other block, and the whole
 message when nothing changed, is the object the previous snapshot returned. Objects handed out
 are never mutated afterwards, so an old snapshot stays as it was; treat them as read-only, since
-unchanged parts are shared between snapshots.
+unchanged parts are shared between snapshots. The one exception is an open tool call's
+``arguments_partial``: the accumulator's live partial value, extended in place (deep-copy it to
+keep it).
 
 The outcome is decided by the last event, never by the input running out: the fold is complete
 when every choice that started got its ``MessageEnd`` and, when a durable run reported
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from . import _core
+from ._core import JsonAccumulator
 from .errors import (
     IncompleteJsonError,
     IncompleteStreamError,
@@ -68,17 +70,8 @@ from .message import (
 __all__ = ["Folder"]
 
 
-def _accumulator_class() -> Any:
-    native = getattr(_core, "JsonAccumulator", None)
-    if native is not None:
-        return native
-    from ._jsonacc_fallback import JsonAccumulator
-
-    return JsonAccumulator
-
-
-#: The Rust ``JsonAccumulator``; a slow pure-Python stand-in only in a build without it.
-_JsonAccumulator: Any = _accumulator_class()
+#: The accumulator of tool-call arguments (a module attribute so tests can substitute it).
+_JsonAccumulator: Any = JsonAccumulator
 
 #: Finish reasons that mean "tool_calls" when the message holds complete tool calls that no
 #: tool result answers (Gemini ends a tool turn with STOP, Responses with ``completed``).
@@ -111,6 +104,7 @@ class _Call:
         "acc",
         "arguments",
         "arguments_json",
+        "broken",
         "closed",
         "complete",
         "error",
@@ -128,6 +122,8 @@ class _Call:
         self.name = ev.name
         self.extra: dict[str, Any] = dict(ev.extra) if ev.extra else {}
         self.acc: Any = None
+        #: The text, once the accumulator refused a fragment that can never be valid JSON.
+        self.broken: list[str] | None = None
         self.start_args: Any = None
         self.arguments: Any = None
         self.arguments_json = ""
@@ -147,15 +143,39 @@ class _Call:
             # Anthropic opens tool_use with ``input: {}``; it stands when no fragment follows.
             self.start_args = ev.arguments
             if ev.text:
-                self.acc.push(ev.text)
+                try:
+                    self.acc.push(ev.text)
+                except InvalidJsonError as exc:
+                    self.reject(ev.text, exc)
+
+    def sink(self) -> Callable[[str], None] | None:
+        """Where the call's argument fragments go (``None`` for a call that came whole)."""
+        if self.broken is not None:
+            return self.broken.append
+        return None if self.acc is None else self.acc.push
+
+    def reject(self, fragment: str, exc: InvalidJsonError) -> Callable[[str], None]:
+        """The accumulator refused ``fragment``: the arguments can never be valid. Keep the
+        text as streamed from here on; the error stands when the call closes."""
+        text: str = self.acc.text
+        if not text.endswith(fragment):
+            text += fragment
+        self.broken = [text]
+        self.error = f"invalid JSON arguments: {exc}"
+        return self.broken.append
 
     def close(self, *, terminal: bool) -> None:
         """Parse the accumulated text once. At the terminal event (providers with no close of
         their own), the call counts as closed only if its text is one complete valid value."""
+        self.closed = True
+        if self.broken is not None:
+            self.arguments_json = "".join(self.broken)
+            self.arguments = None
+            self.complete = not terminal
+            return
         acc = self.acc
         text: str = acc.text
         self.arguments_json = text
-        self.closed = True
         if not text.strip():
             self.arguments = {} if self.start_args is None else self.start_args
             self.complete = True
@@ -166,6 +186,8 @@ class _Call:
             self.error = f"incomplete JSON arguments: {exc}"
         except InvalidJsonError as exc:
             self.error = f"invalid JSON arguments: {exc}"
+        except ValueError as exc:  # an integer over Python's digit limit, as in json.loads
+            self.error = f"unreadable JSON arguments: {exc}"
         else:
             self.complete = True
             return
@@ -185,17 +207,30 @@ class _Call:
                 block=block,
                 extra=self.extra,
             )
-        acc = self.acc
+        broken = self.broken
+        if broken is not None:
+            if len(broken) > 1:
+                broken[:] = ["".join(broken)]
+            text, partial = broken[0], None
+        else:
+            # The accumulator's live partial value: it keeps growing in place while the call
+            # is open (cost proportional to the new text), so it is shared, not copied.
+            text = self.acc.text
+            try:
+                partial = self.acc.partial()
+            except ValueError:  # an integer over Python's digit limit
+                partial = None
         return ToolCall(
             index=self.position,
             id=self.id,
             name=self.name,
             arguments=None,
-            arguments_json=acc.text,
+            arguments_json=text,
             complete=False,
+            error=self.error,
             block=block,
             extra=self.extra,
-            arguments_partial=acc.partial(),
+            arguments_partial=partial,
         )
 
 
@@ -275,7 +310,6 @@ class _Choice:
         "calls",
         "changed",
         "citations",
-        "end_data",
         "ended",
         "finish",
         "id",
@@ -296,7 +330,6 @@ class _Choice:
         self.ended = False
         self.finish: FinishReason | None = None
         self.raw_finish: str | None = None
-        self.end_data: Any = None
         self.blocks: dict[int, _Block] = {}
         #: Blocks in block-index order.
         self.order: list[_Block] = []
@@ -710,7 +743,7 @@ class Folder:
             c = self._choices[ev.choice]
             call = b.call = _Call(ev, len(c.calls))
             c.calls.append(call)
-            b.push = call.acc.push if call.acc is not None else self._stray(b, ev)
+            b.push = call.sink() or self._stray(b, ev)
         elif kind == "server_tool" and not ev.complete:
             # A provider-run tool whose input streams (Anthropic server_tool_use) gets a call
             # at its first fragment; one that only reports progress (web_search_call) never.
@@ -725,7 +758,7 @@ class Folder:
         def push(text: str) -> None:
             call = b.call = _Call(start, -1)
             b.push = call.acc.push
-            call.acc.push(text)
+            call.acc.push(text)  # an InvalidJsonError here is handled like any other push
 
         return push
 
@@ -750,7 +783,14 @@ class Folder:
             )
             if found is None and ev.kind in ("tool_call", "server_tool"):
                 self._make_call(b, ev)
-        b.push(ev.text)
+        try:
+            b.push(ev.text)
+        except InvalidJsonError as exc:
+            # The call's text can never be valid JSON (the Rust accumulator says so at once).
+            call = b.call
+            if call is None:
+                raise
+            b.push = call.reject(ev.text, exc)
         if b.clean:
             b.clean = False
             self._dirty.append(b)
@@ -762,7 +802,7 @@ class Folder:
         )
         if ev.kind == "tool_call":
             c.calls.append(call)
-        b.push = call.acc.push
+        b.push = call.sink() or self._stray(b, ev)
 
     def _on_block_end(self, ev: BlockEnd) -> None:
         b = self._find(ev.choice, ev.index, ev)
@@ -831,7 +871,6 @@ class Folder:
                 finish = "tool_calls"
         c.finish = finish
         c.raw_finish = ev.raw_finish_reason
-        c.end_data = ev.data
         c.changed = True
         data = ev.data
         if isinstance(data, dict):

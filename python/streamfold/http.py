@@ -475,6 +475,8 @@ class _StreamBase:
         resume: bool,
         max_reconnects: int,
         idle_timeout: float | None,
+        initial_delay: float,
+        max_delay: float,
         request_kwargs: dict[str, Any],
     ) -> None:
         from .providers import PROVIDER_NAMES
@@ -490,14 +492,29 @@ class _StreamBase:
         self._strict = strict
         self._max_event_bytes = max_event_bytes
         self._resume = resume
-        self._max_reconnects = max_reconnects
-        self._idle_timeout = idle_timeout
+        self._resume_options: dict[str, Any] = {
+            "max_reconnects": max_reconnects,
+            "idle_timeout": idle_timeout,
+            "initial_delay": initial_delay,
+            "max_delay": max_delay,
+        }
         self._request_kwargs = request_kwargs
         self._folder: Folder | None = None
         #: The response of the first request (``None`` until the stream is opened).
         self.response: httpx.Response | None = None
         self._closed = False
         self._entered = False
+
+    def _options(self) -> dict[str, Any]:
+        # One path with or without resume: without it, no reconnection, but the same rules
+        # (an incomplete stream raises while iterating; idle_timeout applies).
+        options = dict(self._resume_options)
+        if not self._resume:
+            options["max_reconnects"] = 0
+        options.update(
+            provider=self.provider, strict=self._strict, max_event_bytes=self._max_event_bytes
+        )
+        return options
 
     @property
     def folder(self) -> Folder:
@@ -544,6 +561,8 @@ class EventStream(_StreamBase):
     Entering the ``with`` sends the request and checks the status and content type, so HTTP
     errors raise there. Leaving it closes the response (and the client, when ``stream`` made
     one). Iterating without ``with`` opens the stream on first use and closes it at the end.
+    A stream that ends (or whose connection fails) before the provider's terminal event raises
+    ``IncompleteStreamError`` while iterating, with ``.partial``.
     """
 
     def __init__(self, method: str, url: Any, **options: Any) -> None:
@@ -600,24 +619,9 @@ class EventStream(_StreamBase):
 
     def _make_iterator(self) -> Iterator[Event]:
         self.open()
-        assert self.response is not None
-        options: dict[str, Any] = {
-            "provider": self.provider,
-            "strict": self._strict,
-            "max_event_bytes": self._max_event_bytes,
-        }
-        if self._resume:
-            from .resumable import events_resumable
+        from .resumable import events_resumable
 
-            return events_resumable(
-                self._connect,
-                max_reconnects=self._max_reconnects,
-                idle_timeout=self._idle_timeout,
-                **options,
-            )
-        from .api import events
-
-        return events(self.response, **options)
+        return events_resumable(self._connect, **self._options())
 
     def events(self) -> Iterator[Event]:
         """The events not yet read (one shared iterator: a second call continues).
@@ -682,6 +686,10 @@ class AsyncEventStream(_StreamBase):
         async for event in s:
             ...
         message = await s.fold()
+
+    Use it with ``async with`` (or call ``aclose()``): a stream left before its end is closed
+    there, since nothing can await a close when an abandoned object is collected. Read to its
+    end, it closes itself.
     """
 
     def __init__(self, method: str, url: Any, **options: Any) -> None:
@@ -738,59 +746,45 @@ class AsyncEventStream(_StreamBase):
 
     async def _make_iterator(self) -> AsyncIterator[Event]:
         await self.open()
-        assert self.response is not None
-        options: dict[str, Any] = {
-            "provider": self.provider,
-            "strict": self._strict,
-            "max_event_bytes": self._max_event_bytes,
-        }
-        if self._resume:
-            from .resumable import aevents_resumable
+        from .resumable import aevents_resumable
 
-            return aevents_resumable(
-                self._connect,
-                max_reconnects=self._max_reconnects,
-                idle_timeout=self._idle_timeout,
-                **options,
-            )
-        from .api import aevents
+        return aevents_resumable(self._connect, **self._options())
 
-        return aevents(self.response, **options)
-
-    async def events(self) -> AsyncIterator[Event]:
-        """The events not yet read (one shared iterator: a second call continues).
+    def events(self) -> AsyncIterator[Event]:
+        """The events not yet read (the stream itself: a second loop continues).
 
         Nothing once the stream is closed or read to the end.
         """
+        return self
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        # A class, not an async generator: leaving ``async for`` early abandons nothing that
+        # the event loop would have to finalize (trio warns about abandoned generators).
         if self._closed:
-            return
+            raise StopAsyncIteration
         if self._iterator is None:
             self._iterator = await self._make_iterator()
-        iterator = self._iterator
         try:
-            async for event in iterator:
-                self._add(event)
-                yield event
+            event = await self._iterator.__anext__()
+        except StopAsyncIteration:
+            await self.aclose()
+            raise
         except StreamfoldError as exc:
             self._annotate(exc)
             await self.aclose()
             raise
-        except GeneratorExit:
-            if not self._entered:
-                await self.aclose()
-            raise
         except BaseException:
             await self.aclose()
             raise
-        else:
-            await self.aclose()
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self.events()
+        self._add(event)
+        return event
 
     async def fold(self) -> Message:
         """Read the rest of the stream and return the final message (see ``EventStream``)."""
-        async for _ in self.events():
+        async for _ in self:
             pass
         return self._result()
 
@@ -817,6 +811,8 @@ def stream(
     resume: bool = False,
     max_reconnects: int = 5,
     idle_timeout: float | None = None,
+    initial_delay: float = 0.5,
+    max_delay: float = 30.0,
     **request_kwargs: Any,
 ) -> EventStream:
     """Make a streamed request with httpx and read it as events or a folded message.
@@ -831,7 +827,8 @@ def stream(
     Use it for endpoints that resume that way (a Clouisle run stream, SSE endpoints honouring
     ``Last-Event-ID``); OpenAI Responses resumes on a different URL, so use
     :func:`streamfold.fold_resumable` with your own ``connect`` there. A stream that never sent
-    an id or a sequence is never re-requested.
+    an id or a sequence is never re-requested. ``max_reconnects``, ``idle_timeout``,
+    ``initial_delay`` and ``max_delay`` are those of :func:`streamfold.events_resumable`.
     """
     return EventStream(
         method,
@@ -843,6 +840,8 @@ def stream(
         resume=resume,
         max_reconnects=max_reconnects,
         idle_timeout=idle_timeout,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
         request_kwargs=request_kwargs,
     )
 
@@ -858,6 +857,8 @@ def astream(
     resume: bool = False,
     max_reconnects: int = 5,
     idle_timeout: float | None = None,
+    initial_delay: float = 0.5,
+    max_delay: float = 30.0,
     **request_kwargs: Any,
 ) -> AsyncEventStream:
     """Async twin of :func:`stream` with ``httpx.AsyncClient`` (asyncio and trio)."""
@@ -871,5 +872,7 @@ def astream(
         resume=resume,
         max_reconnects=max_reconnects,
         idle_timeout=idle_timeout,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
         request_kwargs=request_kwargs,
     )

@@ -133,7 +133,10 @@ class Pipeline:
                 frames = self._decoder.close()
             except ProtocolError as exc:
                 frames = exc.events
-                self.pending = exc
+                self._run(frames, out)
+                frames = []
+                if self.pending is None:  # never hide an earlier error behind this one
+                    self.pending = exc
         self._run(frames, out)
         if self.pending is None and finish:
             try:

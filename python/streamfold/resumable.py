@@ -342,7 +342,9 @@ class _Resumer:
         if self.failures >= self.max_reconnects:
             why = f"gave up after {self.failures} reconnections without a new event"
             if self.max_reconnects == 0:
-                why = "max_reconnects=0"
+                why = (
+                    "the connection failed" if error is not None else "the connection ended"
+                ) + " before the terminal event and reconnecting is off (max_reconnects=0)"
             return self._finish(events, self._give_up(why, error))
         self.failures += 1
         self.attempt += 1

@@ -8,6 +8,7 @@
 mod accumulator;
 mod error;
 pub mod record;
+pub mod reference;
 mod scanner;
 
 pub use accumulator::Accumulator;

@@ -464,7 +464,7 @@ impl Scanner {
                 (b',', Some(Container::Object)) => self.state = State::Key { first: false },
                 (b',', _) => self.state = State::Value { array_first: false },
                 (b'}', Some(Container::Object)) | (b']', Some(Container::Array)) => {
-                    self.close(events)
+                    self.close(events);
                 }
                 _ => return Err(self.unexpected(text, i)),
             },

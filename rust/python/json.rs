@@ -276,11 +276,11 @@ impl JsonChange {
         let path = self.path.bind(py).repr()?;
         Ok(match &self.text {
             Some(t) => format!(
-                "JsonChange(path={path}, kind={:?}, text={})",
+                "JsonChange(path={path}, kind='{}', text={})",
                 self.kind.name(),
                 t.bind(py).repr()?
             ),
-            None => format!("JsonChange(path={path}, kind={:?})", self.kind.name()),
+            None => format!("JsonChange(path={path}, kind='{}')", self.kind.name()),
         })
     }
 }
@@ -756,7 +756,7 @@ struct Inner {
 /// view can update only those paths.
 ///
 /// ``push`` takes ``str``. A UTF-16 surrogate pair split across two fragments is joined; any
-/// other lone surrogate character (one that is not a ``\\uXXXX`` escape) has no UTF-8 form and
+/// other lone surrogate character (one that is not a ``\uXXXX`` escape) has no UTF-8 form and
 /// raises :class:`InvalidJsonError`. The object is thread-safe (calls are serialized).
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct JsonAccumulator {

@@ -564,3 +564,44 @@ proptest! {
         prop_assert_eq!(split, whole);
     }
 }
+
+/// The fallback of `make fuzz` where cargo-fuzz cannot build: the same properties as the
+/// `sse_split` fuzz target, on random inputs until `STREAMFOLD_FUZZ_SECONDS` (default 60) pass.
+#[test]
+#[ignore = "long-running: `make fuzz` runs it when cargo-fuzz cannot build"]
+fn fuzz_sse_split_time_boxed() {
+    use proptest::test_runner::{Config, TestRunner};
+    use std::time::{Duration, Instant};
+
+    let seconds = std::env::var("STREAMFOLD_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut runner = TestRunner::new(Config {
+        cases: 2000,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (
+        prop_oneof![
+            sse_stream(),
+            proptest::collection::vec(any::<u8>(), 0..2048)
+        ],
+        proptest::collection::vec(any::<usize>(), 0..16),
+        prop_oneof![Just(DEFAULT_MAX_EVENT_BYTES), 0usize..64],
+    );
+    let mut rounds = 0u64;
+    while Instant::now() < deadline {
+        let result = runner.run(&strategy, |(input, cuts, limit)| {
+            let whole = decode_chunks([&input[..]], limit);
+            prop_assert_eq!(decode_chunks(cut(&input, &cuts), limit), whole);
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+        rounds += 1;
+    }
+    eprintln!("fuzz_sse_split_time_boxed: {} cases", rounds * 2000);
+}

@@ -169,3 +169,67 @@ def reference_fold(events: list[Event]) -> Folded:
         elif isinstance(e, Unknown):
             f.unknown.append(e.event_type)
     return f
+
+
+def json_values(keys: list[str]) -> st.SearchStrategy[Any]:
+    """Arbitrary JSON values whose objects use the provider's own field names."""
+    scalars = st.none() | st.booleans() | st.integers(-2, 3) | st.text(max_size=4)
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(keys), inner, max_size=4)
+        ),
+        max_leaves=12,
+    )
+
+
+def payloads(
+    types: list[str], keys: list[str], *, type_key: str = "type"
+) -> st.SearchStrategy[Any]:
+    """Event payloads of the provider's event types with arbitrary (often malformed) fields."""
+    return st.builds(
+        lambda t, fields: {**fields, type_key: t},
+        st.sampled_from(types),
+        st.dictionaries(st.sampled_from(keys), json_values(keys), max_size=5),
+    )
+
+
+def check_never_crashes(data: bytes, provider: str, *, strict: bool) -> None:
+    """Only ``StreamfoldError`` may escape; a strict run without error is well-formed."""
+    result = run(data, provider, strict=strict)
+    assert all(isinstance(e, Event) for e in result.events)
+    if strict and result.error is None:
+        reference_fold(result.events)
+
+
+def frames_of(*streams: bytes, without: tuple[bytes, ...] = ()) -> list[bytes]:
+    """The frames (SSE events or JSON lines) of streams, each as complete bytes, deduplicated,
+    leaving out those containing any of ``without``."""
+    found: dict[bytes, None] = {}
+    for data in streams:
+        sep = b"\n" if data.lstrip()[:1] == b"{" else b"\n\n"
+        for piece in data.split(sep):
+            if piece.strip() and not any(w in piece for w in without):
+                found[piece + sep] = None
+    return list(found)
+
+
+def frame_list(data: bytes) -> list[bytes]:
+    """The frames of one stream in order, each as complete bytes."""
+    sep = b"\n" if data.lstrip()[:1] == b"{" else b"\n\n"
+    return [piece + sep for piece in data.split(sep) if piece.strip()]
+
+
+@st.composite
+def mutated(draw: st.DrawFn, data: bytes) -> bytes:
+    """``data`` with one frame dropped, duplicated elsewhere, or moved elsewhere."""
+    frames = frame_list(data)
+    i = draw(st.integers(0, len(frames) - 1))
+    j = draw(st.integers(0, len(frames)))
+    how = draw(st.sampled_from(["drop", "duplicate", "move"]))
+    frame = frames[i]
+    if how != "duplicate":
+        del frames[i]
+    if how != "drop":
+        frames.insert(min(j, len(frames)), frame)
+    return b"".join(frames)

@@ -35,26 +35,45 @@ def ev(name: str, **payload: Any) -> tuple[str, dict[str, Any]]:
     return (name, {"type": name, **payload})
 
 
-START = ev("message_start", message={
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
-    "stop_reason": None, "stop_sequence": None,
-    "usage": {"input_tokens": 10, "cache_creation_input_tokens": 2,
-              "cache_read_input_tokens": 5, "output_tokens": 1, "service_tier": "standard"}})
+START = ev(
+    "message_start",
+    message={
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 10,
+            "cache_creation_input_tokens": 2,
+            "cache_read_input_tokens": 5,
+            "output_tokens": 1,
+            "service_tier": "standard",
+        },
+    },
+)
 
 
 def text_block(index: int, *texts: str) -> list[tuple[str, dict[str, Any]]]:
     return [
         ev("content_block_start", index=index, content_block={"type": "text", "text": ""}),
-        *(ev("content_block_delta", index=index, delta={"type": "text_delta", "text": t})
-          for t in texts),
+        *(
+            ev("content_block_delta", index=index, delta={"type": "text_delta", "text": t})
+            for t in texts
+        ),
         ev("content_block_stop", index=index),
     ]
 
 
 def end(reason: str = "end_turn", **usage: Any) -> list[tuple[str, dict[str, Any]]]:
     return [
-        ev("message_delta", delta={"stop_reason": reason, "stop_sequence": None},
-           usage={"output_tokens": 7, **usage}),
+        ev(
+            "message_delta",
+            delta={"stop_reason": reason, "stop_sequence": None},
+            usage={"output_tokens": 7, **usage},
+        ),
         ev("message_stop"),
     ]
 
@@ -66,8 +85,7 @@ BASIC = sse(START, ("ping", {"type": "ping"}), *text_block(0, "Hi", " there"), *
 
 
 @requires_captures
-@pytest.mark.parametrize("path", [p for p in CAPTURES if p.stem != FRAGMENT],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in CAPTURES if p.stem != FRAGMENT], ids=lambda p: p.stem)
 def test_capture_matches_expected(path: Path) -> None:
     result = check_capture(path, "anthropic")
     pings = [n for n in result.of(Notice) if n.kind == "ping"]
@@ -85,8 +103,9 @@ def test_error_fragment_begins_mid_block_so_it_is_a_protocol_error() -> None:
 @requires_captures
 def test_error_fragment_after_its_missing_start_raises_the_stream_error() -> None:
     path = CAPTURE_ROOT / "anthropic" / f"{FRAGMENT}.sse"
-    prefix = sse(START, ev("content_block_start", index=0,
-                           content_block={"type": "text", "text": ""}))
+    prefix = sse(
+        START, ev("content_block_start", index=0, content_block={"type": "text", "text": ""})
+    )
     result = run(prefix + path.read_bytes(), "anthropic")
     want = expected(path)
     assert isinstance(result.error, sf.StreamError)
@@ -156,15 +175,24 @@ def test_ping_anywhere_is_a_notice() -> None:
 
 
 def test_usage_is_merged_field_by_field() -> None:
-    stream = sse(START, *text_block(0, "x"),
-                 *end(input_tokens=None, cache_read_input_tokens=9,
-                      server_tool_use={"web_search_requests": 1}))
+    stream = sse(
+        START,
+        *text_block(0, "x"),
+        *end(
+            input_tokens=None, cache_read_input_tokens=9, server_tool_use={"web_search_requests": 1}
+        ),
+    )
     updates = run(stream, "anthropic").of(UsageUpdate)
     first, merged = updates[0].usage, updates[1].usage
     assert (first.input_tokens, first.output_tokens, first.cached_tokens) == (17, 1, 5)
-    assert merged.raw == {"input_tokens": 10, "cache_creation_input_tokens": 2,
-                          "cache_read_input_tokens": 9, "output_tokens": 7,
-                          "service_tier": "standard", "server_tool_use": {"web_search_requests": 1}}
+    assert merged.raw == {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 2,
+        "cache_read_input_tokens": 9,
+        "output_tokens": 7,
+        "service_tier": "standard",
+        "server_tool_use": {"web_search_requests": 1},
+    }
     assert (merged.input_tokens, merged.output_tokens, merged.total_tokens) == (21, 7, 28)
     assert merged.cached_tokens == 9
 
@@ -172,8 +200,11 @@ def test_usage_is_merged_field_by_field() -> None:
 def test_thinking_signature_replaces() -> None:
     stream = sse(
         START,
-        ev("content_block_start", index=0,
-           content_block={"type": "thinking", "thinking": "", "signature": ""}),
+        ev(
+            "content_block_start",
+            index=0,
+            content_block={"type": "thinking", "thinking": "", "signature": ""},
+        ),
         ev("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "hm"}),
         ev("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "s1"}),
         ev("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "s2"}),
@@ -189,38 +220,68 @@ def test_thinking_signature_replaces() -> None:
 def test_tool_use_fragments_and_empty_first_fragment() -> None:
     stream = sse(
         START,
-        ev("content_block_start", index=1,
-           content_block={"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}),
+        ev(
+            "content_block_start",
+            index=1,
+            content_block={"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+        ),
         ev("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": ""}),
-        ev("content_block_delta", index=1,
-           delta={"type": "input_json_delta", "partial_json": '{"a": '}),
-        ev("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": "1}"}),
+        ev(
+            "content_block_delta",
+            index=1,
+            delta={"type": "input_json_delta", "partial_json": '{"a": '},
+        ),
+        ev(
+            "content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": "1}"}
+        ),
         ev("content_block_stop", index=1),
-        ev("content_block_start", index=2,
-           content_block={"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}}),
+        ev(
+            "content_block_start",
+            index=2,
+            content_block={"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}},
+        ),
         ev("content_block_stop", index=2),
         *end("tool_use"),
     )
     result = run(stream, "anthropic")
     blocks = accumulate(result.events).choice(0).ordered()
     assert [(b.id, b.name, b.text, b.arguments) for b in blocks] == [
-        ("toolu_1", "f", '{"a": 1}', {}), ("toolu_2", "g", "", {})]
+        ("toolu_1", "f", '{"a": 1}', {}),
+        ("toolu_2", "g", "", {}),
+    ]
     assert result.of(MessageEnd)[0].finish_reason == "tool_calls"
 
 
 def test_redacted_thinking_and_tool_results_are_complete_at_start() -> None:
-    result_block = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
-                    "content": [{"type": "web_search_result", "url": "https://a"}]}
+    result_block = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://a"}],
+    }
     stream = sse(
         START,
-        ev("content_block_start", index=0,
-           content_block={"type": "redacted_thinking", "data": "EqkE"}),
+        ev(
+            "content_block_start",
+            index=0,
+            content_block={"type": "redacted_thinking", "data": "EqkE"},
+        ),
         ("ping", {"type": "ping"}),
         ev("content_block_stop", index=0),
-        ev("content_block_start", index=1, content_block={
-            "type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
-        ev("content_block_delta", index=1,
-           delta={"type": "input_json_delta", "partial_json": '{"query": "x"}'}),
+        ev(
+            "content_block_start",
+            index=1,
+            content_block={
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {},
+            },
+        ),
+        ev(
+            "content_block_delta",
+            index=1,
+            delta={"type": "input_json_delta", "partial_json": '{"query": "x"}'},
+        ),
         ev("content_block_stop", index=1),
         ev("content_block_start", index=2, content_block=result_block),
         ev("content_block_stop", index=2),
@@ -230,7 +291,10 @@ def test_redacted_thinking_and_tool_results_are_complete_at_start() -> None:
     assert result.error is None
     starts = result.of(BlockStart)
     assert [(s.kind, s.complete) for s in starts] == [
-        ("reasoning", True), ("server_tool", False), ("server_tool", True)]
+        ("reasoning", True),
+        ("server_tool", False),
+        ("server_tool", True),
+    ]
     assert starts[0].data == {"type": "redacted_thinking", "data": "EqkE"}
     assert starts[2].data == result_block and starts[2].id == "srvtoolu_1"
     names = [type(e).__name__ for e in result.events]
@@ -242,8 +306,14 @@ def test_redacted_thinking_and_tool_results_are_complete_at_start() -> None:
 
 
 def test_citations_delta() -> None:
-    citation = {"type": "char_location", "cited_text": "the sky is blue", "document_index": 0,
-                "document_title": "Doc", "start_char_index": 10, "end_char_index": 25}
+    citation = {
+        "type": "char_location",
+        "cited_text": "the sky is blue",
+        "document_index": 0,
+        "document_title": "Doc",
+        "start_char_index": 10,
+        "end_char_index": 25,
+    }
     stream = sse(
         START,
         ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
@@ -255,24 +325,34 @@ def test_citations_delta() -> None:
     added = run(stream, "anthropic").of(CitationAdded)
     assert len(added) == 1
     c = added[0].citation
-    assert (c.start, c.end, c.text, c.block, c.sources) == (None, None, "the sky is blue", 0,
-                                                            [citation])
+    assert (c.start, c.end, c.text, c.block, c.sources) == (
+        None,
+        None,
+        "the sky is blue",
+        0,
+        [citation],
+    )
 
 
 @pytest.mark.parametrize("raw", [*STOP_REASONS, "brand_new"])
 def test_stop_reason_table(raw: str) -> None:
     end_event = run(sse(START, *text_block(0, "a"), *end(raw)), "anthropic").of(MessageEnd)[0]
     assert (end_event.raw_finish_reason, end_event.finish_reason) == (
-        raw, STOP_REASONS.get(raw, "other"))
+        raw,
+        STOP_REASONS.get(raw, "other"),
+    )
 
 
 def test_error_event_mid_stream_raises_after_the_events_before_it() -> None:
-    error = ev("error", error={"details": None, "type": "overloaded_error",
-                               "message": "Overloaded"})
-    stream = sse(START, ev("content_block_start", index=0,
-                           content_block={"type": "text", "text": ""}),
-                 ev("content_block_delta", index=0, delta={"type": "text_delta", "text": "Hal"}),
-                 error)
+    error = ev(
+        "error", error={"details": None, "type": "overloaded_error", "message": "Overloaded"}
+    )
+    stream = sse(
+        START,
+        ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+        ev("content_block_delta", index=0, delta={"type": "text_delta", "text": "Hal"}),
+        error,
+    )
     seen = []
     with pytest.raises(sf.StreamError) as info:
         for event in sf.events([stream], provider="anthropic"):
@@ -283,10 +363,14 @@ def test_error_event_mid_stream_raises_after_the_events_before_it() -> None:
 
 
 def test_unknown_event_and_delta_types_are_unknown() -> None:
-    stream = sse(START, ("brand_new_event", {"type": "brand_new_event"}),
-                 ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-                 ev("content_block_delta", index=0, delta={"type": "future_delta", "x": 1}),
-                 ev("content_block_stop", index=0), *end())
+    stream = sse(
+        START,
+        ("brand_new_event", {"type": "brand_new_event"}),
+        ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+        ev("content_block_delta", index=0, delta={"type": "future_delta", "x": 1}),
+        ev("content_block_stop", index=0),
+        *end(),
+    )
     result = run(stream, "anthropic")
     assert result.unknown == ["brand_new_event", "content_block_delta.future_delta"]
     assert result.error is None
@@ -296,22 +380,32 @@ def test_non_json_payload_is_a_protocol_error() -> None:
     result = run(sse(START, ("content_block_start", "{oops")), "anthropic")
     assert isinstance(result.error, sf.ProtocolError)
     assert (result.error.provider, result.error.event, result.error.position) == (
-        "anthropic", "content_block_start", 1)
+        "anthropic",
+        "content_block_start",
+        1,
+    )
 
 
 AFTER_STOP = sse(START, *text_block(0, "a"), *end(), *text_block(1, "late"))
-UNCLOSED = sse(START, ev("content_block_start", index=0,
-                         content_block={"type": "text", "text": ""}), *end())
-DELTA_AFTER_END = sse(START, *text_block(0, "a"),
-                      ev("content_block_delta", index=0, delta={"type": "text_delta", "text": "b"}),
-                      *end())
+UNCLOSED = sse(
+    START, ev("content_block_start", index=0, content_block={"type": "text", "text": ""}), *end()
+)
+DELTA_AFTER_END = sse(
+    START,
+    *text_block(0, "a"),
+    ev("content_block_delta", index=0, delta={"type": "text_delta", "text": "b"}),
+    *end(),
+)
 
 
-@pytest.mark.parametrize(("stream", "rule"), [
-    (AFTER_STOP, "after message_stop"),
-    (UNCLOSED, "never closed"),
-    (DELTA_AFTER_END, "after its end"),
-])
+@pytest.mark.parametrize(
+    ("stream", "rule"),
+    [
+        (AFTER_STOP, "after message_stop"),
+        (UNCLOSED, "never closed"),
+        (DELTA_AFTER_END, "after its end"),
+    ],
+)
 def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rule: str) -> None:
     lenient = run(stream, "anthropic")
     assert lenient.error is None
@@ -321,8 +415,9 @@ def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rul
 
 
 def test_delta_for_a_block_never_opened_is_a_protocol_error() -> None:
-    stream = sse(START, ev("content_block_delta", index=4,
-                           delta={"type": "text_delta", "text": "x"}))
+    stream = sse(
+        START, ev("content_block_delta", index=4, delta={"type": "text_delta", "text": "x"})
+    )
     result = run(stream, "anthropic")
     assert isinstance(result.error, sf.ProtocolError) and "never started" in str(result.error)
     assert len(result.of(MessageStart)) == 1

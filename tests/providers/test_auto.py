@@ -18,7 +18,7 @@ from streamfold.framing import iter_json_lines, iter_sse
 from streamfold.providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect
 
 from . import test_clouisle, test_cohere_v1, test_cohere_v2, test_onecortex
-from .sse_helpers import Run, run, split, sse
+from .sse_helpers import Run, named, run, split, sse
 
 #: Hand-written streams of the providers this suite owns, with their provider.
 HAND_WRITTEN: dict[str, tuple[bytes, str]] = {
@@ -43,13 +43,18 @@ def detected(data: bytes) -> str | None:
     return flavour
 
 
+def assert_detection(event: Any, provider: str) -> None:
+    assert isinstance(event, Notice)
+    assert (event.kind, event.data) == ("provider_detected", provider)
+    assert event.message is not None
+    assert provider in event.message
+
+
 def assert_hands_over(data: bytes | list[bytes], provider: str) -> Run:
     """``auto`` yields the detection notice, then exactly what ``provider`` yields."""
     auto = run(data, "auto")
     direct = run(data, provider)
-    assert auto.events[0] == Notice(kind="provider_detected", data=provider)
-    assert auto.events[0].message is not None
-    assert provider in auto.events[0].message
+    assert_detection(auto.events[0], provider)
     assert auto.events[1:] == direct.events
     assert auto.outcome()[1] == direct.outcome()[1]
     if direct.error is not None:
@@ -129,7 +134,7 @@ def test_chat_chunks_without_a_model_are_openai() -> None:
     pipeline.raise_pending()
     assert isinstance(pipeline.provider, AutoProvider)
     assert pipeline.provider.chosen == "openai"
-    assert events[0] == Notice(kind="provider_detected", data="openai")
+    assert_detection(events[0], "openai")
 
 
 @pytest.mark.parametrize(
@@ -224,7 +229,7 @@ def _onecortex_bad() -> list[dict[str, Any]]:
 
 
 def test_strict_is_passed_on() -> None:
-    stream = test_onecortex.named({"v": 1, "type": "done", "result": ""}, {"v": 1, "type": "done"})
+    stream = named({"v": 1, "type": "done", "result": ""}, {"v": 1, "type": "done"})
     assert run(stream, "auto").error is None
     result = run(stream, "auto", strict=True)
     assert isinstance(result.error, sf.ProtocolError)
@@ -263,5 +268,4 @@ async def test_aevents_detects_too(anyio_backend: str) -> None:
     for data in (test_onecortex.FULL, test_cohere_v1.GROUNDED):
         got = [e async for e in sf.aevents(_chunks(data), "auto")]
         assert got == run(data, "auto").events
-        assert isinstance(got[0], Notice)
-        assert got[0].kind == "provider_detected"
+        assert_detection(got[0], "onecortex" if data is test_onecortex.FULL else "cohere-v1")

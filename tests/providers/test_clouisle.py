@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
@@ -24,7 +24,16 @@ from streamfold.events import (
     UsageUpdate,
 )
 
-from .sse_helpers import reference_fold, run, split, sse
+from .sse_helpers import (
+    check_never_crashes,
+    frames_of,
+    mutated,
+    payloads,
+    reference_fold,
+    run,
+    split,
+    sse,
+)
 
 P = "clouisle"
 
@@ -375,3 +384,48 @@ async def test_aevents_matches_events(anyio_backend: str) -> None:
         async for event in sf.aevents(_chunks(FAILED), P):
             collected.append(event)
     assert collected == run(FAILED, P).events
+
+
+# -- robustness -------------------------------------------------------------------------------
+
+CL_KEYS = [
+    "type", "message_id", "conversation_id", "contexts", "sources", "delta", "content", "text",
+    "id", "tool_call_id", "name", "tool_name", "arguments", "args", "input", "result", "output",
+    "is_error", "usage", "input_tokens", "prompt_tokens", "elapsed_ms", "status", "code",
+    "message", "run_id", "sequence", "pending_tool_call_id", "pending_tool_name",
+    "pending_tool_input",
+]  # fmt: skip
+CL_TYPES = [
+    "message_start", "rag_start", "rag_context", "reasoning_start", "reasoning_delta",
+    "reasoning_end", "content_delta", "tool_call", "tool_result", "media_result",
+    "compression_start", "compression_end", "output_truncated", "iteration_cap_reached",
+    "message_end", "error", "run_start", "run_status", "input_accepted", "run_end", "novel",
+]  # fmt: skip
+
+
+@settings(max_examples=50)
+@given(st.lists(payloads(CL_TYPES, CL_KEYS), max_size=12), st.booleans())
+def test_arbitrary_payloads_never_crash(frames: list[dict[str, Any]], strict: bool) -> None:
+    check_never_crashes(sse(*((str(f["type"]), f) for f in frames)), P, strict=strict)
+
+
+POOL = frames_of(
+    AGENT,
+    RUN,
+    FAILED,
+    without=(
+        b"message_end",
+        b"run_end",
+        b"error",
+    ),
+)
+
+
+@given(st.lists(st.sampled_from(POOL), max_size=24), st.booleans())
+def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bool) -> None:
+    check_never_crashes(b"" + b"".join(frames), P, strict=strict)
+
+
+@given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
+def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
+    check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
@@ -27,7 +27,17 @@ from streamfold.events import (
 )
 from streamfold.providers.cohere_v1 import FINISH_REASONS
 
-from .sse_helpers import bytewise, jsonl, reference_fold, run, split
+from .sse_helpers import (
+    bytewise,
+    check_never_crashes,
+    frames_of,
+    jsonl,
+    mutated,
+    payloads,
+    reference_fold,
+    run,
+    split,
+)
 
 P = "cohere-v1"
 CAPTURE_FILES = sorted((CAPTURES / "cohere_v1").glob("*.sse")) if CAPTURES.is_dir() else []
@@ -372,3 +382,45 @@ async def test_aevents_matches_events(anyio_backend: str) -> None:
         async for event in sf.aevents(_chunks(ERROR), P):
             collected.append(event)
     assert collected == run(ERROR, P).events
+
+
+# -- robustness -------------------------------------------------------------------------------
+
+V1_KEYS = [
+    "event_type", "generation_id", "search_queries", "search_results", "search_query",
+    "documents", "document_ids", "text", "citations", "start", "end", "tool_call_delta", "index",
+    "name", "parameters", "tool_calls", "finish_reason", "response", "meta", "tokens",
+    "input_tokens", "output_tokens", "prompt", "id",
+]  # fmt: skip
+V1_TYPES = [
+    "stream-start", "search-queries-generation", "search-results", "text-generation",
+    "citation-generation", "tool-calls-chunk", "tool-calls-generation", "stream-end", "debug",
+    "novel",
+]  # fmt: skip
+
+
+@settings(max_examples=50)
+@given(st.lists(payloads(V1_TYPES, V1_KEYS, type_key="event_type"), max_size=12), st.booleans())
+def test_arbitrary_payloads_never_crash(frames: list[dict[str, Any]], strict: bool) -> None:
+    check_never_crashes(jsonl(START, *frames), P, strict=strict)
+
+
+POOL = frames_of(
+    GROUNDED,
+    TOOLS,
+    ERROR,
+    without=(
+        b"stream-start",
+        b"stream-end",
+    ),
+)
+
+
+@given(st.lists(st.sampled_from(POOL), max_size=24), st.booleans())
+def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bool) -> None:
+    check_never_crashes(jsonl(START) + b"".join(frames), P, strict=strict)
+
+
+@given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
+def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
+    check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)

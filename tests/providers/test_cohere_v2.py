@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
@@ -26,7 +26,17 @@ from streamfold.events import (
 )
 from streamfold.providers.cohere_v2 import FINISH_REASONS
 
-from .sse_helpers import bytewise, named, reference_fold, run, split
+from .sse_helpers import (
+    bytewise,
+    check_never_crashes,
+    frames_of,
+    mutated,
+    named,
+    payloads,
+    reference_fold,
+    run,
+    split,
+)
 
 P = "cohere-v2"
 CAPTURE_FILES = sorted((CAPTURES / "cohere_v2").glob("*.sse")) if CAPTURES.is_dir() else []
@@ -359,7 +369,7 @@ def test_done_after_message_end_is_ordinary_data() -> None:
                 content_start(0),
                 {**content_delta(0, "x"), "delta": {"message": {"content": {"text": 5}}}},
             ),
-            "delta text is int",
+            "text is int",
         ),
     ],
 )
@@ -491,3 +501,47 @@ async def test_aevents_matches_events(anyio_backend: str) -> None:
         async for event in sf.aevents(_chunks(ERROR), P):
             collected.append(event)
     assert collected == run(ERROR, P).events
+
+
+# -- robustness -------------------------------------------------------------------------------
+
+V2_KEYS = [
+    "type", "index", "id", "delta", "message", "content", "text", "thinking", "role",
+    "tool_plan", "tool_calls", "function", "name", "arguments", "citations", "start", "end",
+    "sources", "content_index", "finish_reason", "usage", "tokens", "input_tokens",
+    "output_tokens", "cached_tokens", "error", "error_type", "prompt",
+]  # fmt: skip
+V2_TYPES = [
+    "message-start", "content-start", "content-delta", "content-end", "tool-plan-delta",
+    "tool-call-start", "tool-call-delta", "tool-call-end", "citation-start", "citation-end",
+    "message-end", "debug", "novel",
+]  # fmt: skip
+
+
+@settings(max_examples=50)
+@given(st.lists(payloads(V2_TYPES, V2_KEYS), max_size=12), st.booleans())
+def test_arbitrary_payloads_never_crash(frames: list[dict[str, Any]], strict: bool) -> None:
+    check_never_crashes(named(start(), *frames), P, strict=strict)
+
+
+POOL = frames_of(
+    TEXT,
+    TOOLS,
+    GROUNDED,
+    ERROR,
+    without=(
+        b"message-start",
+        b"message-end",
+        b"[DONE]",
+    ),
+)
+
+
+@given(st.lists(st.sampled_from(POOL), max_size=24), st.booleans())
+def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bool) -> None:
+    check_never_crashes(named(start()) + b"".join(frames), P, strict=strict)
+
+
+@given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
+def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
+    check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)

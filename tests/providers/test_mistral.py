@@ -20,8 +20,14 @@ requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures 
 
 
 def chunk(*choices: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"id": "cmpl-8a1c", "object": "chat.completion.chunk", "created": 1786500000,
-            "model": "mistral-large-2512", **top, "choices": list(choices)}
+    return {
+        "id": "cmpl-8a1c",
+        "object": "chat.completion.chunk",
+        "created": 1786500000,
+        "model": "mistral-large-2512",
+        **top,
+        "choices": list(choices),
+    }
 
 
 def choice(finish: str | None = None, index: int = 0, **delta: Any) -> dict[str, Any]:
@@ -33,20 +39,31 @@ SEED_TEXT = sse(
     chunk(choice(role="assistant", content="")),
     chunk(choice(content="Com")),
     chunk(choice(content="té")),
-    chunk(choice(content="", finish="stop"),
-          usage={"prompt_tokens": 14, "completion_tokens": 31, "total_tokens": 45}),
+    chunk(
+        choice(content="", finish="stop"),
+        usage={"prompt_tokens": 14, "completion_tokens": 31, "total_tokens": 45},
+    ),
     "[DONE]",
 )
 
 #: The seed's second example: a call streamed in fragments keyed by ``index``.
 SEED_TOOL = sse(
-    {"choices": [choice(tool_calls=[{"index": 0, "id": "D681PevKs", "type": "function",
-                                     "function": {"name": "retrieve_payment_status",
-                                                  "arguments": ""}}])]},
-    {"choices": [choice(tool_calls=[{"index": 0,
-                                     "function": {"arguments": '{"transaction'}}])]},
-    {"choices": [choice(tool_calls=[{"index": 0,
-                                     "function": {"arguments": '_id": "T1001"}'}}])]},
+    {
+        "choices": [
+            choice(
+                tool_calls=[
+                    {
+                        "index": 0,
+                        "id": "D681PevKs",
+                        "type": "function",
+                        "function": {"name": "retrieve_payment_status", "arguments": ""},
+                    }
+                ]
+            )
+        ]
+    },
+    {"choices": [choice(tool_calls=[{"index": 0, "function": {"arguments": '{"transaction'}}])]},
+    {"choices": [choice(tool_calls=[{"index": 0, "function": {"arguments": '_id": "T1001"}'}}])]},
     {"choices": [choice(finish="tool_calls")]},
     "[DONE]",
 )
@@ -73,8 +90,10 @@ def test_chunking_invariance(data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("stream", [SEED_TEXT, SEED_TOOL], ids=["text", "tool"])
 def test_seed_streams_single_byte_reads(stream: bytes) -> None:
-    assert run([stream[i : i + 1] for i in range(len(stream))], "mistral").events == run(
-        stream, "mistral").events
+    assert (
+        run([stream[i : i + 1] for i in range(len(stream))], "mistral").events
+        == run(stream, "mistral").events
+    )
 
 
 def test_seed_text_stream() -> None:
@@ -102,9 +121,13 @@ def test_whole_calls_without_index_are_separate_calls() -> None:
         {"id": "b2", "function": {"name": "weather", "arguments": {"city": "Lyon"}}},
         {"id": "c3", "index": 0, "function": {"name": "time", "arguments": "{}"}},
     ]
-    stream = sse(chunk(choice(content=None, tool_calls=calls, finish="tool_calls"),
-                       usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}),
-                 "[DONE]")
+    stream = sse(
+        chunk(
+            choice(content=None, tool_calls=calls, finish="tool_calls"),
+            usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+        ),
+        "[DONE]",
+    )
     result = run(stream, "mistral")
     starts = result.of(BlockStart)
     assert [(s.id, s.name, s.arguments, s.complete) for s in starts] == [
@@ -122,8 +145,9 @@ def test_whole_calls_without_index_are_separate_calls() -> None:
 
 def test_unparseable_whole_arguments_are_kept_as_text() -> None:
     calls = [{"id": "x1", "function": {"name": "f", "arguments": '{"a": '}}]
-    result = run(sse(chunk(choice(tool_calls=calls)), chunk(choice(finish="tool_calls"))),
-                 "mistral")
+    result = run(
+        sse(chunk(choice(tool_calls=calls)), chunk(choice(finish="tool_calls"))), "mistral"
+    )
     blocks = accumulate(result.events).choice(0).ordered()
     assert [(b.complete_at_start, b.text, b.ended) for b in blocks] == [(False, '{"a": ', True)]
     assert blocks[0].parsed_arguments() is None  # the fold reports it
@@ -133,7 +157,9 @@ def test_content_chunks_thinking_then_text() -> None:
     stream = sse(
         chunk(choice(role="assistant", content="")),
         chunk(choice(content=[{"type": "thinking", "thinking": [{"type": "text", "text": "Ok"}]}])),
-        chunk(choice(content=[{"type": "thinking", "thinking": [{"type": "text", "text": ", so"}]}])),
+        chunk(
+            choice(content=[{"type": "thinking", "thinking": [{"type": "text", "text": ", so"}]}])
+        ),
         chunk(choice(content="Answer")),
         chunk(choice(content=[{"type": "text", "text": " here"}])),
         chunk(choice(content=[{"type": "image_url", "image_url": "x"}])),
@@ -151,7 +177,9 @@ def test_finish_reason_table(raw: str) -> None:
     result = run(sse(chunk(choice(content="a")), chunk(choice(finish=raw))), "mistral")
     end = result.of(MessageEnd)[0]
     assert (end.raw_finish_reason, end.finish_reason) == (
-        raw, MISTRAL_FINISH_REASONS.get(raw, "other"))
+        raw,
+        MISTRAL_FINISH_REASONS.get(raw, "other"),
+    )
 
 
 def test_usage_without_include_usage_rides_on_the_finish_chunk() -> None:

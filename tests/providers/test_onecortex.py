@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
@@ -21,7 +21,16 @@ from streamfold.events import (
     Unknown,
 )
 
-from .sse_helpers import named, reference_fold, run, split
+from .sse_helpers import (
+    check_never_crashes,
+    frames_of,
+    mutated,
+    named,
+    payloads,
+    reference_fold,
+    run,
+    split,
+)
 
 P = "onecortex"
 PING = b": ping\n\n"
@@ -287,3 +296,41 @@ async def test_aevents_matches_events(anyio_backend: str) -> None:
         async for event in sf.aevents(_chunks(FAILED), P):
             collected.append(event)
     assert collected == run(FAILED, P).events
+
+
+# -- robustness -------------------------------------------------------------------------------
+
+OC_KEYS = [
+    "v", "type", "delta", "id", "name", "output", "isError", "result", "sessionId",
+    "versionNumber", "durationMs", "code", "message",
+]  # fmt: skip
+OC_TYPES = [
+    "text", "tool_call_start", "tool_call_args", "tool_call_end", "tool_result", "step_start",
+    "step_end", "done", "error", "novel",
+]  # fmt: skip
+
+
+@settings(max_examples=50)
+@given(st.lists(payloads(OC_TYPES, OC_KEYS), max_size=12), st.booleans())
+def test_arbitrary_payloads_never_crash(frames: list[dict[str, Any]], strict: bool) -> None:
+    check_never_crashes(named(*frames), P, strict=strict)
+
+
+POOL = frames_of(
+    FULL,
+    FAILED,
+    without=(
+        b"done",
+        b"error",
+    ),
+)
+
+
+@given(st.lists(st.sampled_from(POOL), max_size=24), st.booleans())
+def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bool) -> None:
+    check_never_crashes(b"" + b"".join(frames), P, strict=strict)
+
+
+@given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
+def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
+    check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)

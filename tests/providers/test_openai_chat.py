@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,8 @@ from streamfold.events import (
     UsageUpdate,
 )
 from streamfold.pipeline import Pipeline
-from streamfold.providers.openai_chat import FINISH_REASONS
+from streamfold.providers._fast import text_delta
+from streamfold.providers.openai_chat import FINISH_REASONS, OpenAIChat
 
 from .helpers import accumulate, captures, check_capture, expected, run, split_at, sse
 
@@ -29,19 +32,24 @@ requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures 
 
 
 def chunk(*choices: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-x", **top,
-            "choices": list(choices)}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "gpt-x",
+        **top,
+        "choices": list(choices),
+    }
 
 
-def choice(index: int = 0, finish: str | None = None, logprobs: Any = None, **delta: Any) -> (
-    dict[str, Any]
-):
+def choice(
+    index: int = 0, finish: str | None = None, logprobs: Any = None, **delta: Any
+) -> dict[str, Any]:
     return {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
 
 
-def call(index: int, arguments: str, id: str | None = None, name: str | None = None) -> (
-    dict[str, Any]
-):
+def call(
+    index: int, arguments: str, id: str | None = None, name: str | None = None
+) -> dict[str, Any]:
     function: dict[str, Any] = {"arguments": arguments}
     if name is not None:
         function["name"] = name
@@ -56,9 +64,15 @@ BASIC = sse(
     chunk(choice(content="Hel")),
     chunk(choice(content="lo")),
     chunk(choice(finish="stop")),
-    chunk(usage={"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7,
-                 "prompt_tokens_details": {"cached_tokens": 3},
-                 "completion_tokens_details": {"reasoning_tokens": 1}}),
+    chunk(
+        usage={
+            "prompt_tokens": 5,
+            "completion_tokens": 2,
+            "total_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 3},
+            "completion_tokens_details": {"reasoning_tokens": 1},
+        }
+    ),
     "[DONE]",
 )
 
@@ -106,11 +120,22 @@ def test_first_delta_role_and_empty_content_make_no_block() -> None:
     result = run(BASIC, "openai")
     assert result.error is None
     kinds = [type(e).__name__ for e in result.events]
-    assert kinds == ["MessageStart", "BlockStart", "BlockDelta", "BlockDelta", "BlockEnd",
-                     "MessageEnd", "UsageUpdate"]
+    assert kinds == [
+        "MessageStart",
+        "BlockStart",
+        "BlockDelta",
+        "BlockDelta",
+        "BlockEnd",
+        "MessageEnd",
+        "UsageUpdate",
+    ]
     start = result.of(MessageStart)[0]
-    assert (start.id, start.model, start.role, start.choice) == ("chatcmpl-1", "gpt-x",
-                                                                 "assistant", 0)
+    assert (start.id, start.model, start.role, start.choice) == (
+        "chatcmpl-1",
+        "gpt-x",
+        "assistant",
+        0,
+    )
     assert [e.text for e in result.of(BlockDelta)] == ["Hel", "lo"]
     end = result.of(MessageEnd)[0]
     assert (end.finish_reason, end.raw_finish_reason) == ("stop", "stop")
@@ -121,8 +146,15 @@ def test_first_delta_role_and_empty_content_make_no_block() -> None:
 
 
 def test_null_content_first_delta_never_appends_none() -> None:
-    result = run(sse(chunk(choice(role="assistant", content=None)), chunk(choice(content="x")),
-                     chunk(choice(finish="stop")), "[DONE]"), "openai")
+    result = run(
+        sse(
+            chunk(choice(role="assistant", content=None)),
+            chunk(choice(content="x")),
+            chunk(choice(finish="stop")),
+            "[DONE]",
+        ),
+        "openai",
+    )
     block = accumulate(result.events).choice(0).ordered()
     assert [(b.kind, b.text) for b in block] == [("text", "x")]
 
@@ -134,18 +166,27 @@ def test_every_event_keeps_its_frame() -> None:
 
 
 def test_azure_first_chunk_with_empty_choices_is_not_usage() -> None:
-    azure = {"choices": [], "created": 0, "id": "", "model": "", "object": "",
-             "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]}
-    result = run(sse(azure, chunk(choice(content="hi")), chunk(choice(finish="stop")), "[DONE]"),
-                 "openai")
+    azure = {
+        "choices": [],
+        "created": 0,
+        "id": "",
+        "model": "",
+        "object": "",
+        "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}],
+    }
+    result = run(
+        sse(azure, chunk(choice(content="hi")), chunk(choice(finish="stop")), "[DONE]"), "openai"
+    )
     assert result.of(UsageUpdate) == []
     assert result.of(MessageStart)[0].id == "chatcmpl-1"
     assert type(result.events[0]) is MessageStart
 
 
 def test_usage_chunk_comes_before_the_message_end_of_the_same_chunk() -> None:
-    final = chunk(choice(finish="length"), usage={"prompt_tokens": 1, "completion_tokens": 1,
-                                                  "total_tokens": 2})
+    final = chunk(
+        choice(finish="length"),
+        usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    )
     result = run(sse(chunk(choice(content="a")), final, "[DONE]"), "openai")
     names = [type(e).__name__ for e in result.events]
     assert names[-3:] == ["UsageUpdate", "BlockEnd", "MessageEnd"]
@@ -177,15 +218,17 @@ def test_refusal_and_logprobs_deltas() -> None:
 
 def test_text_logprobs_ride_on_the_delta() -> None:
     lp = {"content": [{"token": "Foo", "logprob": -0.5, "bytes": [70, 111, 111]}]}
-    result = run(sse(chunk(choice(content="Foo", logprobs=lp)), chunk(choice(finish="stop"))),
-                 "openai")
+    result = run(
+        sse(chunk(choice(content="Foo", logprobs=lp)), chunk(choice(finish="stop"))), "openai"
+    )
     assert [e.logprobs for e in result.of(BlockDelta)] == [lp]
 
 
 def test_logprobs_without_text_are_a_notice() -> None:
     lp = {"content": [{"token": "", "logprob": 0.0}]}
-    result = run(sse(chunk(choice(content="", logprobs=lp)), chunk(choice(finish="stop"))),
-                 "openai")
+    result = run(
+        sse(chunk(choice(content="", logprobs=lp)), chunk(choice(finish="stop"))), "openai"
+    )
     notices = [n for n in result.of(Notice) if n.kind == "logprobs"]
     assert [n.data for n in notices] == [{"choice": 0, "logprobs": lp}]
 
@@ -235,9 +278,16 @@ def test_text_then_tool_call_closes_the_text_block() -> None:
     )
     result = run(stream, "openai")
     names = [(type(e).__name__, getattr(e, "index", None)) for e in result.events]
-    assert names == [("MessageStart", None), ("BlockStart", 0), ("BlockDelta", 0),
-                     ("BlockEnd", 0), ("BlockStart", 1), ("BlockDelta", 1), ("BlockEnd", 1),
-                     ("MessageEnd", None)]
+    assert names == [
+        ("MessageStart", None),
+        ("BlockStart", 0),
+        ("BlockDelta", 0),
+        ("BlockEnd", 0),
+        ("BlockStart", 1),
+        ("BlockDelta", 1),
+        ("BlockEnd", 1),
+        ("MessageEnd", None),
+    ]
 
 
 def test_a_new_id_on_a_reused_index_is_a_new_call() -> None:
@@ -291,7 +341,9 @@ def test_n_choices_interleave_and_end_separately() -> None:
     assert [b.text for b in folded.choice(0).ordered()] == ["Aa"]
     assert [b.text for b in folded.choice(1).ordered()] == ["B"]
     assert (folded.choice(0).raw_finish_reason, folded.choice(1).raw_finish_reason) == (
-        "length", "stop")
+        "length",
+        "stop",
+    )
 
 
 def test_terminal_seen_only_when_every_choice_ended() -> None:
@@ -332,8 +384,13 @@ def test_event_error_frame_before_any_content_is_retryable() -> None:
 
 
 def test_error_chunk_keeps_its_usage() -> None:
-    stream = sse(chunk(choice(content="x"), error={"code": 400, "message": "Token limit"},
-                       usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}))
+    stream = sse(
+        chunk(
+            choice(content="x"),
+            error={"code": 400, "message": "Token limit"},
+            usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+        )
+    )
     result = run(stream, "openai")
     assert result.of(UsageUpdate)[0].usage.total_tokens == 3
     assert isinstance(result.error, sf.StreamError) and result.error.code == 400
@@ -349,22 +406,27 @@ def test_non_json_payload_is_a_protocol_error() -> None:
 
 
 def test_done_is_ordinary_data() -> None:
-    result = run(sse(chunk(choice(content="x")), chunk(choice(finish="stop")), "[DONE]"),
-                 "openai")
+    result = run(sse(chunk(choice(content="x")), chunk(choice(finish="stop")), "[DONE]"), "openai")
     assert result.error is None and result.warnings == []
 
 
 # -- ordering rules -----------------------------------------------------------------------------
 
 
-AFTER_DONE = sse(chunk(choice(content="x")), chunk(choice(finish="stop")), "[DONE]",
-                 chunk(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}))
-AFTER_FINISH = sse(chunk(choice(content="x")), chunk(choice(finish="stop")),
-                   chunk(choice(content="late")))
+AFTER_DONE = sse(
+    chunk(choice(content="x")),
+    chunk(choice(finish="stop")),
+    "[DONE]",
+    chunk(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+)
+AFTER_FINISH = sse(
+    chunk(choice(content="x")), chunk(choice(finish="stop")), chunk(choice(content="late"))
+)
 
 
-@pytest.mark.parametrize(("stream", "rule"), [(AFTER_DONE, "after [DONE]"),
-                                              (AFTER_FINISH, "after its finish_reason")])
+@pytest.mark.parametrize(
+    ("stream", "rule"), [(AFTER_DONE, "after [DONE]"), (AFTER_FINISH, "after its finish_reason")]
+)
 def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rule: str) -> None:
     lenient = run(stream, "openai")
     assert lenient.error is None
@@ -375,8 +437,12 @@ def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rul
 
 
 def test_repeated_empty_finishing_chunk_is_not_a_violation() -> None:
-    stream = sse(chunk(choice(content="x")), chunk(choice(finish="length")),
-                 chunk(choice(role="assistant", content="", finish="length")), "[DONE]")
+    stream = sse(
+        chunk(choice(content="x")),
+        chunk(choice(finish="length")),
+        chunk(choice(role="assistant", content="", finish="length")),
+        "[DONE]",
+    )
     result = run(stream, "openai", strict=True)
     assert result.error is None
     assert len(result.of(MessageEnd)) == 1
@@ -400,3 +466,69 @@ async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
 
     events = [e async for e in sf.aevents(reads(), provider="openai")]
     assert events == run(BASIC, "openai").events
+
+
+# -- the unparsed fast path for the common chunk ------------------------------------------------
+
+
+def test_text_delta_builds_the_same_event_as_the_constructor() -> None:
+    fast = text_delta(3, "text", "hé", 1, "frame")
+    slow = BlockDelta(index=3, kind="text", text="hé", choice=1, raw="frame")
+    assert fast == slow and type(fast) is BlockDelta
+    for field in dataclasses.fields(BlockDelta):
+        assert getattr(fast, field.name) == getattr(slow, field.name)
+
+
+def _chunk_bytes(text: str, padding: str | None, ascii_only: bool, spaced: bool) -> bytes:
+    body = chunk(choice(content=text))
+    if padding is not None:
+        body["obfuscation"] = padding
+    separators = (", ", ": ") if spaced else (",", ":")
+    data = json.dumps(body, ensure_ascii=ascii_only, separators=separators)
+    return f"data: {data}\n\n".encode()
+
+
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=30),
+    paddings=st.lists(st.text("abcXYZ019", max_size=6) | st.none(), min_size=30, max_size=30),
+    ascii_only=st.booleans(),
+    spaced=st.booleans(),
+)
+def test_fast_path_never_changes_the_text(
+    texts: list[str], paddings: list[str | None], ascii_only: bool, spaced: bool
+) -> None:
+    stream = sse(chunk(choice(role="assistant", content="")))
+    stream += b"".join(
+        _chunk_bytes(text, paddings[i], ascii_only, spaced) for i, text in enumerate(texts)
+    )
+    stream += sse(chunk(choice(finish="stop")), "[DONE]")
+    result = run(stream, "openai")
+    assert result.error is None and result.warnings == []
+    assert [e.text for e in result.of(BlockDelta)] == texts
+    assert all(e.raw.data.startswith("{") for e in result.of(BlockDelta))
+
+
+def test_fast_path_is_taken_for_repeated_chunks_and_left_for_others() -> None:
+    pipeline = Pipeline("openai")
+    events = pipeline.feed(sse(*(chunk(choice(content=f"w{i} ")) for i in range(5))))
+    provider = pipeline.provider
+    assert isinstance(provider, OpenAIChat) and provider._template is not None
+    # The same prefix, but an escaped quote, then a finish: both go through the parser.
+    events += pipeline.feed(sse(chunk(choice(content='say "hi"')), chunk(choice(finish="stop"))))
+    assert [e.text for e in events if isinstance(e, BlockDelta)] == [
+        "w0 ",
+        "w1 ",
+        "w2 ",
+        "w3 ",
+        "w4 ",
+        'say "hi"',
+    ]
+    assert [e.finish_reason for e in events if isinstance(e, MessageEnd)] == ["stop"]
+
+
+def test_fast_path_rejects_a_raw_control_character() -> None:
+    good = sse(*(chunk(choice(content="ok")) for _ in range(3)))
+    bad = _chunk_bytes("tab", None, False, False).replace(b'"tab"', b'"t\tb"')
+    result = run(good + bad, "openai")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert [e.text for e in result.of(BlockDelta)] == ["ok"] * 3

@@ -29,8 +29,13 @@ P = "openai-responses"
 CAPTURES = captures("openai_responses")
 requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
 
-USAGE = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 9,
-         "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 29}
+USAGE = {
+    "input_tokens": 20,
+    "input_tokens_details": {"cached_tokens": 4},
+    "output_tokens": 9,
+    "output_tokens_details": {"reasoning_tokens": 3},
+    "total_tokens": 29,
+}
 
 
 class Seq:
@@ -49,29 +54,72 @@ class Seq:
 
 
 def response(status: str = "in_progress", **extra: Any) -> dict[str, Any]:
-    return {"id": "resp_1", "object": "response", "model": "gpt-x", "status": status,
-            "output": [], "usage": None, **extra}
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "model": "gpt-x",
+        "status": status,
+        "output": [],
+        "usage": None,
+        **extra,
+    }
 
 
-def text_stream(e: Seq, *deltas: str, terminal: str = "response.completed",
-                **terminal_response: Any) -> bytes:
+def text_stream(
+    e: Seq, *deltas: str, terminal: str = "response.completed", **terminal_response: Any
+) -> bytes:
     status = {"response.completed": "completed", "response.incomplete": "incomplete"}[terminal]
     return sse(
         e("response.created", response=response()),
         e("response.in_progress", response=response()),
-        e("response.output_item.added", output_index=0,
-          item={"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant",
-                "content": []}),
-        e("response.content_part.added", item_id="msg_1", output_index=0, content_index=0,
-          part={"type": "output_text", "text": "", "annotations": []}),
-        *(e("response.output_text.delta", item_id="msg_1", output_index=0, content_index=0,
-            delta=d, logprobs=[]) for d in deltas),
-        e("response.output_text.done", item_id="msg_1", output_index=0, content_index=0,
-          text="".join(deltas)),
-        e("response.content_part.done", item_id="msg_1", output_index=0, content_index=0,
-          part={"type": "output_text", "text": "".join(deltas)}),
-        e("response.output_item.done", output_index=0,
-          item={"type": "message", "id": "msg_1", "status": "completed"}),
+        e(
+            "response.output_item.added",
+            output_index=0,
+            item={
+                "type": "message",
+                "id": "msg_1",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            },
+        ),
+        e(
+            "response.content_part.added",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "output_text", "text": "", "annotations": []},
+        ),
+        *(
+            e(
+                "response.output_text.delta",
+                item_id="msg_1",
+                output_index=0,
+                content_index=0,
+                delta=d,
+                logprobs=[],
+            )
+            for d in deltas
+        ),
+        e(
+            "response.output_text.done",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            text="".join(deltas),
+        ),
+        e(
+            "response.content_part.done",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "output_text", "text": "".join(deltas)},
+        ),
+        e(
+            "response.output_item.done",
+            output_index=0,
+            item={"type": "message", "id": "msg_1", "status": "completed"},
+        ),
         e(terminal, response=response(status, usage=USAGE, **terminal_response)),
     )
 
@@ -102,8 +150,9 @@ def test_chunking_invariance(data: st.DataObject) -> None:
 
 
 @requires_captures
-@pytest.mark.parametrize("path", [p for p in CAPTURES if p.stat().st_size < 20_000],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [p for p in CAPTURES if p.stat().st_size < 20_000], ids=lambda p: p.stem
+)
 def test_capture_single_byte_reads(path: Path) -> None:
     data = path.read_bytes()
     pieces = run([data[i : i + 1] for i in range(len(data))], P)
@@ -120,7 +169,7 @@ def test_text_stream_with_or_without_sequence_numbers(numbered: bool) -> None:
     stream = text_stream(Seq(numbered), "The capital", " is Paris.")
     pipeline = Pipeline(P)
     events = pipeline.feed(stream) + pipeline.close()
-    assert pipeline.provider.sequence == (8 if numbered else None)
+    assert pipeline.provider.sequence == (9 if numbered else None)
     assert pipeline.provider.terminal_seen
     folded = accumulate(events)
     blocks = folded.choice(0).ordered()
@@ -137,39 +186,65 @@ def test_text_stream_with_or_without_sequence_numbers(numbered: bool) -> None:
 
 
 def test_incomplete_max_output_tokens_is_length() -> None:
-    stream = text_stream(Seq(), "Par", terminal="response.incomplete",
-                         incomplete_details={"reason": "max_output_tokens"})
+    stream = text_stream(
+        Seq(),
+        "Par",
+        terminal="response.incomplete",
+        incomplete_details={"reason": "max_output_tokens"},
+    )
     end = run(stream, P).of(MessageEnd)[0]
     assert (end.finish_reason, end.raw_finish_reason) == ("length", "max_output_tokens")
 
 
 def test_incomplete_content_filter() -> None:
-    stream = text_stream(Seq(), "x", terminal="response.incomplete",
-                         incomplete_details={"reason": "content_filter"})
+    stream = text_stream(
+        Seq(), "x", terminal="response.incomplete", incomplete_details={"reason": "content_filter"}
+    )
     assert run(stream, P).of(MessageEnd)[0].finish_reason == "content_filter"
 
 
 def test_function_call_uses_call_id_and_keeps_the_item_id() -> None:
     e = Seq(numbered=False)
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_capital",
-            "arguments": "", "status": "in_progress"}
+    item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_capital",
+        "arguments": "",
+        "status": "in_progress",
+    }
     stream = sse(
         e("response.created", response=response()),
         e("response.output_item.added", output_index=0, item=item),
         e("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='{"c'),
-        e("response.function_call_arguments.delta", item_id="fc_1", output_index=0,
-          delta='ountry":"France"}'),
-        e("response.function_call_arguments.done", item_id="fc_1", output_index=0,
-          arguments='{"country":"France"}'),
-        e("response.output_item.done", output_index=0,
-          item={**item, "arguments": '{"country":"France"}', "status": "completed"}),
+        e(
+            "response.function_call_arguments.delta",
+            item_id="fc_1",
+            output_index=0,
+            delta='ountry":"France"}',
+        ),
+        e(
+            "response.function_call_arguments.done",
+            item_id="fc_1",
+            output_index=0,
+            arguments='{"country":"France"}',
+        ),
+        e(
+            "response.output_item.done",
+            output_index=0,
+            item={**item, "arguments": '{"country":"France"}', "status": "completed"},
+        ),
         e("response.completed", response=response("completed", usage=USAGE)),
     )
     result = run(stream, P, strict=True)
     assert result.error is None
     block = accumulate(result.events).choice(0).ordered()[0]
     assert (block.kind, block.id, block.name, block.text) == (
-        "tool_call", "call_1", "get_capital", '{"country":"France"}')
+        "tool_call",
+        "call_1",
+        "get_capital",
+        '{"country":"France"}',
+    )
     assert block.extra == {"item_id": "fc_1"}
     assert block.data["status"] == "completed"  # the final item rides on the BlockEnd
 
@@ -180,19 +255,50 @@ def test_reasoning_summary_parts_and_encrypted_content() -> None:
     stream = sse(
         e("response.created", response=response()),
         e("response.output_item.added", output_index=0, item=item),
-        e("response.reasoning_summary_part.added", item_id="rs_1", output_index=0,
-          summary_index=0, part={"type": "summary_text", "text": ""}),
-        e("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0,
-          summary_index=0, delta="**One**"),
-        e("response.reasoning_summary_part.done", item_id="rs_1", output_index=0,
-          summary_index=0, part={"type": "summary_text", "text": "**One**"}),
-        e("response.reasoning_summary_part.added", item_id="rs_1", output_index=0,
-          summary_index=1, part={"type": "summary_text", "text": ""}),
-        e("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0,
-          summary_index=1, delta="**Two**"),
-        e("response.output_item.done", output_index=0,
-          item={**item, "encrypted_content": "enc1",
-                "summary": [{"type": "summary_text", "text": "**One**"}]}),
+        e(
+            "response.reasoning_summary_part.added",
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        ),
+        e(
+            "response.reasoning_summary_text.delta",
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            delta="**One**",
+        ),
+        e(
+            "response.reasoning_summary_part.done",
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            part={"type": "summary_text", "text": "**One**"},
+        ),
+        e(
+            "response.reasoning_summary_part.added",
+            item_id="rs_1",
+            output_index=0,
+            summary_index=1,
+            part={"type": "summary_text", "text": ""},
+        ),
+        e(
+            "response.reasoning_summary_text.delta",
+            item_id="rs_1",
+            output_index=0,
+            summary_index=1,
+            delta="**Two**",
+        ),
+        e(
+            "response.output_item.done",
+            output_index=0,
+            item={
+                **item,
+                "encrypted_content": "enc1",
+                "summary": [{"type": "summary_text", "text": "**One**"}],
+            },
+        ),
         e("response.completed", response=response("completed", usage=USAGE)),
     )
     result = run(stream, P)
@@ -206,16 +312,39 @@ def test_refusal_part() -> None:
     e = Seq()
     stream = sse(
         e("response.created", response=response()),
-        e("response.output_item.added", output_index=0,
-          item={"type": "message", "id": "msg_1", "content": []}),
-        e("response.content_part.added", item_id="msg_1", output_index=0, content_index=0,
-          part={"type": "refusal", "refusal": ""}),
-        e("response.refusal.delta", item_id="msg_1", output_index=0, content_index=0,
-          delta="I can't"),
-        e("response.refusal.done", item_id="msg_1", output_index=0, content_index=0,
-          refusal="I can't"),
-        e("response.content_part.done", item_id="msg_1", output_index=0, content_index=0,
-          part={"type": "refusal", "refusal": "I can't"}),
+        e(
+            "response.output_item.added",
+            output_index=0,
+            item={"type": "message", "id": "msg_1", "content": []},
+        ),
+        e(
+            "response.content_part.added",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "refusal", "refusal": ""},
+        ),
+        e(
+            "response.refusal.delta",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            delta="I can't",
+        ),
+        e(
+            "response.refusal.done",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            refusal="I can't",
+        ),
+        e(
+            "response.content_part.done",
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "refusal", "refusal": "I can't"},
+        ),
         e("response.output_item.done", output_index=0, item={"type": "message", "id": "msg_1"}),
         e("response.completed", response=response("completed")),
     )
@@ -225,8 +354,13 @@ def test_refusal_part() -> None:
 
 def test_annotations_are_code_point_citations_and_tools_report_progress() -> None:
     e = Seq()
-    annotation = {"type": "url_citation", "start_index": 4, "end_index": 9, "url": "https://a",
-                  "title": "A — b"}
+    annotation = {
+        "type": "url_citation",
+        "start_index": 4,
+        "end_index": 9,
+        "url": "https://a",
+        "title": "A — b",
+    }
     call = {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}
     stream = sse(
         e("response.created", response=response()),
@@ -234,16 +368,38 @@ def test_annotations_are_code_point_citations_and_tools_report_progress() -> Non
         e("response.web_search_call.in_progress", output_index=0, item_id="ws_1"),
         e("response.web_search_call.searching", output_index=0, item_id="ws_1"),
         e("response.web_search_call.completed", output_index=0, item_id="ws_1"),
-        e("response.output_item.done", output_index=0,
-          item={**call, "status": "completed", "action": {"query": "q"}}),
-        e("response.output_item.added", output_index=1,
-          item={"type": "message", "id": "msg_1", "content": []}),
-        e("response.content_part.added", item_id="msg_1", output_index=1, content_index=0,
-          part={"type": "output_text", "text": ""}),
-        e("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0,
-          delta="Café’s news"),
-        e("response.output_text.annotation.added", item_id="msg_1", output_index=1,
-          content_index=0, annotation_index=0, annotation=annotation),
+        e(
+            "response.output_item.done",
+            output_index=0,
+            item={**call, "status": "completed", "action": {"query": "q"}},
+        ),
+        e(
+            "response.output_item.added",
+            output_index=1,
+            item={"type": "message", "id": "msg_1", "content": []},
+        ),
+        e(
+            "response.content_part.added",
+            item_id="msg_1",
+            output_index=1,
+            content_index=0,
+            part={"type": "output_text", "text": ""},
+        ),
+        e(
+            "response.output_text.delta",
+            item_id="msg_1",
+            output_index=1,
+            content_index=0,
+            delta="Caf\u00e9\u2019s news",
+        ),
+        e(
+            "response.output_text.annotation.added",
+            item_id="msg_1",
+            output_index=1,
+            content_index=0,
+            annotation_index=0,
+            annotation=annotation,
+        ),
         e("response.content_part.done", item_id="msg_1", output_index=1, content_index=0),
         e("response.output_item.done", output_index=1, item={"type": "message", "id": "msg_1"}),
         e("response.completed", response=response("completed")),
@@ -251,24 +407,40 @@ def test_annotations_are_code_point_citations_and_tools_report_progress() -> Non
     result = run(stream, P, strict=True)
     assert result.error is None
     progress = [n.message for n in result.of(Notice) if n.kind == "tool_progress"]
-    assert progress == ["response.web_search_call.in_progress",
-                        "response.web_search_call.searching",
-                        "response.web_search_call.completed"]
+    assert progress == [
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+    ]
     tool, text = accumulate(result.events).choice(0).ordered()
-    assert (tool.kind, tool.name, tool.data["action"]) == ("server_tool", "web_search_call",
-                                                           {"query": "q"})
+    assert (tool.kind, tool.name, tool.data["action"]) == (
+        "server_tool",
+        "web_search_call",
+        {"query": "q"},
+    )
     citation = result.of(CitationAdded)[0].citation
     assert (citation.start, citation.end, citation.block, citation.sources) == (
-        4, 9, text.index, [annotation])
-    assert text.text[citation.start : citation.end] == "’s ne"  # code points
+        4,
+        9,
+        text.index,
+        [annotation],
+    )
+    assert text.text[citation.start : citation.end] == "\u2019s ne"  # code points
 
 
 @pytest.mark.parametrize(
     "payload",
     [
         {"type": "error", "code": "server_error", "message": "boom", "param": None},
-        {"type": "error", "error": {"type": "server_error", "code": "server_error",
-                                    "message": "boom", "param": None}},
+        {
+            "type": "error",
+            "error": {
+                "type": "server_error",
+                "code": "server_error",
+                "message": "boom",
+                "param": None,
+            },
+        },
     ],
     ids=["flat", "nested"],
 )
@@ -286,9 +458,15 @@ def test_error_event_in_both_shapes(payload: dict[str, Any]) -> None:
 
 def test_failed_response_raises_with_its_error() -> None:
     e = Seq()
-    stream = sse(e("response.created", response=response()),
-                 e("response.failed", response=response(
-                     "failed", error={"code": "rate_limit_exceeded", "message": "slow down"})))
+    stream = sse(
+        e("response.created", response=response()),
+        e(
+            "response.failed",
+            response=response(
+                "failed", error={"code": "rate_limit_exceeded", "message": "slow down"}
+            ),
+        ),
+    )
     result = run(stream, P)
     assert isinstance(result.error, sf.StreamError)
     assert (result.error.code, result.error.message) == ("rate_limit_exceeded", "slow down")
@@ -298,20 +476,27 @@ def test_failed_response_raises_with_its_error() -> None:
 
 def test_unknown_event_is_unknown() -> None:
     e = Seq(numbered=False)
-    stream = sse(e("response.created", response=response()), e("response.brand_new", x=1),
-                 e("response.completed", response=response("completed")))
+    stream = sse(
+        e("response.created", response=response()),
+        e("response.brand_new", x=1),
+        e("response.completed", response=response("completed")),
+    )
     assert run(stream, P).unknown == ["response.brand_new"]
 
 
 def test_delta_for_an_item_never_added_is_a_protocol_error() -> None:
     e = Seq()
-    stream = sse(e("response.created", response=response()),
-                 e("response.output_text.delta", item_id="m", output_index=3, content_index=0,
-                   delta="x"))
+    stream = sse(
+        e("response.created", response=response()),
+        e("response.output_text.delta", item_id="m", output_index=3, content_index=0, delta="x"),
+    )
     result = run(stream, P)
     assert isinstance(result.error, sf.ProtocolError)
     assert (result.error.provider, result.error.event, result.error.position) == (
-        P, "response.output_text.delta", 1)
+        P,
+        "response.output_text.delta",
+        1,
+    )
 
 
 def test_non_json_payload_is_a_protocol_error() -> None:
@@ -322,20 +507,26 @@ def test_non_json_payload_is_a_protocol_error() -> None:
 
 AFTER_TERMINAL = BASIC + sse(("response.in_progress", {"type": "response.in_progress"}))
 BACKWARDS = BASIC.replace(b'"sequence_number": 8', b'"sequence_number": 3')
-UNCLOSED = sse(*[f for f in (
-    ("response.created", {"type": "response.created", "response": response()}),
-    ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
-                                    "item": {"type": "function_call", "id": "fc", "call_id": "c",
-                                             "name": "f", "arguments": ""}}),
-    ("response.completed", {"type": "response.completed", "response": response("completed")}),
-)])
+_E = Seq(numbered=False)
+UNCLOSED = sse(
+    _E("response.created", response=response()),
+    _E(
+        "response.output_item.added",
+        output_index=0,
+        item={"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": ""},
+    ),
+    _E("response.completed", response=response("completed")),
+)
 
 
-@pytest.mark.parametrize(("stream", "rule"), [
-    (AFTER_TERMINAL, "after the terminal event"),
-    (BACKWARDS, "sequence_number 3 after 7"),
-    (UNCLOSED, "never closed"),
-])
+@pytest.mark.parametrize(
+    ("stream", "rule"),
+    [
+        (AFTER_TERMINAL, "after the terminal event"),
+        (BACKWARDS, "sequence_number 3 after 7"),
+        (UNCLOSED, "never closed"),
+    ],
+)
 def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rule: str) -> None:
     lenient = run(stream, P)
     assert lenient.error is None

@@ -189,8 +189,8 @@ class Anthropic(Provider):
         if event == "content_block_delta":
             delta = payload.get("delta")
             if delta.__class__ is dict and delta.get("type") == "text_delta":
-                index = payload.get("index")
-                kind = self._open.get(index)  # type: ignore[arg-type]
+                index: Any = payload.get("index")
+                kind = self._open.get(index)
                 text = delta.get("text")
                 if kind is not None and text.__class__ is str and not self.terminal_seen:
                     out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
@@ -336,7 +336,7 @@ class Anthropic(Provider):
                 )
             )
             return
-        if kind == "server_tool" or kind == "other":
+        if kind in ("server_tool", "other"):
             out.append(
                 BlockStart(
                     index=index,

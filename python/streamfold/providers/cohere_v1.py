@@ -158,6 +158,11 @@ class CohereV1(Provider):
             self._open.discard(index)
             out.append(BlockEnd(index=index, kind=self._kinds[index], raw=frame))
 
+    def _close_plan(self, frame: Any, out: list[Event]) -> None:
+        if self._plan is not None:
+            self._close(self._plan, frame, out)
+            self._plan = None
+
     def _whole_block(self, kind: BlockKind, text: str, frame: Any, out: list[Event]) -> int:
         index = self._open_block(kind, frame, out)
         out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
@@ -201,7 +206,7 @@ class CohereV1(Provider):
             text = self._str(text, "text-generation", p)
         index = self._text
         if index is None:
-            self._close(self._plan, p, out)
+            self._close_plan(p, out)
             index = self._text = self._open_block("text", p, out)
         self._text_parts.append(text)
         out.append(BlockDelta(index=index, kind="text", text=text, raw=p))
@@ -241,14 +246,20 @@ class CohereV1(Provider):
             # No index: a name starts a new call, anything else continues the latest one.
             last = max(self._calls, default=-1)
             position = last + 1 if delta.get("name") is not None or last < 0 else last
+        elif position.__class__ is not int:
+            raise self.protocol_error(
+                "tool_call_delta.index is not an integer", event="tool-calls-chunk"
+            )
         block = self._calls.get(position)
         if block is None:
-            self._close(self._plan, p, out)
+            self._close_plan(p, out)
             name = delta.get("name")
             block = self._open_block("tool_call", p, out, name=name)
             self._calls[position] = block
             self._call_names[position] = name
             self._call_args[position] = []
+        elif block not in self._open:
+            self.violation(f"tool call {position} already ended", out, event="tool-calls-chunk")
         fragment = delta.get("parameters")
         if fragment:
             if fragment.__class__ is not str:
@@ -257,6 +268,9 @@ class CohereV1(Provider):
             out.append(BlockDelta(index=block, kind="tool_call", text=fragment, raw=p))
 
     def _tool_calls_generation(self, p: dict[str, Any], out: list[Event]) -> None:
+        if self._generation_seen:
+            self.violation("a second tool-calls-generation", out, event="tool-calls-generation")
+            return
         self._generation_seen = True
         self._whole_calls(p.get("tool_calls") or [], p.get("text"), "tool-calls-generation", p, out)
 
@@ -271,12 +285,14 @@ class CohereV1(Provider):
             elif self._text is None:
                 self._plan_parts.append(plan)
                 self._whole_block("tool_plan", plan, frame, out)
-        self._close(self._plan, frame, out)
+        self._close_plan(frame, out)
         for position, call in enumerate(calls):
             name = call.get("name")
             parameters = call.get("parameters")
             block = self._calls.get(position)
             if block is None:
+                self._call_names[position] = name
+                self._call_args[position] = []
                 self._calls[position] = self._open_block(
                     "tool_call",
                     frame,
@@ -286,6 +302,9 @@ class CohereV1(Provider):
                     complete=True,
                 )
                 self._close(self._calls[position], frame, out)
+                continue
+            if block not in self._open:
+                self.violation(f"tool call {position} already ended", out, event=event)
                 continue
             self._check_call(position, name, parameters, event=event, frame=frame, out=out)
             self._close(block, frame, out)
@@ -327,6 +346,8 @@ class CohereV1(Provider):
         self.terminal_seen = True
         response = p.get("response") or {}
         raw_reason = p.get("finish_reason") or response.get("finish_reason")
+        if raw_reason is not None and raw_reason.__class__ is not str:
+            raw_reason = str(raw_reason)
         self._complete_from_response(response, p, out)
         for index in sorted(self._open):
             self._close(index, p, out)

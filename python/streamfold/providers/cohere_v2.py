@@ -210,16 +210,20 @@ class CohereV2(Provider):
             index, self._plan = self._plan, None
             self._close(index, frame, out)
 
-    def _block_for(self, table: dict[int, int], index: int, what: str, event: str) -> int:
+    def _block_for(
+        self, table: dict[int, int], index: int, what: str, event: str, out: list[Event]
+    ) -> int:
         block = table.get(index)
         if block is None:
             raise self.protocol_error(f"{what} {index} was never started", event=event)
+        if block not in self._open:
+            self.violation(f"{what} {index} already ended", out, event=event)
         return block
 
     def _text(self, value: Any, event: str, frame: Any) -> str:
         if value.__class__ is str:
             return str(value)
-        raise self.protocol_error(f"delta text is {type(value).__name__}", event=event, raw=frame)
+        raise self.protocol_error(f"text is {type(value).__name__}", event=event, raw=frame)
 
     def _unclosed(self, out: list[Event], where: str) -> None:
         blocks = ", ".join(f"{i} ({self._kinds[i]})" for i in sorted(self._open))
@@ -245,10 +249,11 @@ class CohereV2(Provider):
         self._content[position] = index
         initial = content.get("text") or content.get("thinking")
         if initial:
-            out.append(BlockDelta(index=index, kind=kind, text=initial, raw=frame))
+            text = self._text(initial, "content-start", frame)
+            out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
 
     def _content_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
-        index = self._block_for(self._content, p["index"], "content", "content-delta")
+        index = self._block_for(self._content, p["index"], "content", "content-delta", out)
         content = p["delta"]["message"]["content"]
         text = content.get("text")
         if text is None:
@@ -258,9 +263,9 @@ class CohereV2(Provider):
         out.append(BlockDelta(index=index, kind=self._kinds[index], text=text, raw=frame))
 
     def _content_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
-        self._close(
-            self._block_for(self._content, p["index"], "content", "content-end"), frame, out
-        )
+        index = self._block_for(self._content, p["index"], "content", "content-end", out)
+        if index in self._open:
+            self._close(index, frame, out)
 
     def _tool_plan_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         text = p["delta"]["message"]["tool_plan"]
@@ -276,25 +281,30 @@ class CohereV2(Provider):
         call = p["delta"]["message"]["tool_calls"]
         if call.__class__ is not dict:
             raise self.protocol_error("tool_calls is not an object", event="tool-call-start")
+        position = p["index"]
+        if position in self._calls and self._calls[position] in self._open:
+            self.violation(f"tool call {position} started twice", out, event="tool-call-start")
         function = call.get("function") or {}
         index = self._open_block(
             "tool_call", frame, out, id=call.get("id"), name=function.get("name")
         )
-        self._calls[p["index"]] = index
+        self._calls[position] = index
         arguments = function.get("arguments")
         if arguments:
-            out.append(BlockDelta(index=index, kind="tool_call", text=arguments, raw=frame))
+            text = self._text(arguments, "tool-call-start", frame)
+            out.append(BlockDelta(index=index, kind="tool_call", text=text, raw=frame))
 
     def _tool_call_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
-        index = self._block_for(self._calls, p["index"], "tool call", "tool-call-delta")
+        index = self._block_for(self._calls, p["index"], "tool call", "tool-call-delta", out)
         text = p["delta"]["message"]["tool_calls"]["function"]["arguments"]
         if text.__class__ is not str:
             text = self._text(text, "tool-call-delta", frame)
         out.append(BlockDelta(index=index, kind="tool_call", text=text, raw=frame))
 
     def _tool_call_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
-        index = self._block_for(self._calls, p["index"], "tool call", "tool-call-end")
-        self._close(index, frame, out)
+        index = self._block_for(self._calls, p["index"], "tool call", "tool-call-end", out)
+        if index in self._open:
+            self._close(index, frame, out)
 
     def _citation_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         c = p["delta"]["message"]["citations"]
@@ -320,6 +330,8 @@ class CohereV2(Provider):
         self.terminal_seen = True
         delta = p.get("delta") or {}
         raw_reason = delta.get("finish_reason")
+        if raw_reason is not None and raw_reason.__class__ is not str:
+            raw_reason = str(raw_reason)
         usage = delta.get("usage")
         if usage:
             out.append(UsageUpdate(usage=usage_from_tokens(usage), raw=frame))

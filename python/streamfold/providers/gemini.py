@@ -45,6 +45,7 @@ A ``{"error": {...}}`` chunk raises ``StreamError``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any, ClassVar
@@ -585,7 +586,7 @@ def _get(root: Any, path: list[str | int]) -> Any:
     node = root
     for step in path:
         if step.__class__ is int:
-            if node.__class__ is not list or not 0 <= step < len(node):  # type: ignore[operator]
+            if node.__class__ is not list or not 0 <= step < len(node):
                 return None
             node = node[step]
         else:
@@ -600,10 +601,10 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
     if not path:
         return
     node: Any = root
-    for step, following in zip(path, path[1:]):
+    for step, following in itertools.pairwise(path):
         child_default: Any = [] if following.__class__ is int else {}
         if step.__class__ is int:
-            while len(node) <= step:  # type: ignore[operator]
+            while len(node) <= step:
                 node.append(None)
             if node[step] is None:
                 node[step] = child_default
@@ -612,6 +613,6 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
             node = node.setdefault(step, child_default)
     last = path[-1]
     if last.__class__ is int:
-        while len(node) <= last:  # type: ignore[operator]
+        while len(node) <= last:
             node.append(None)
     node[last] = value

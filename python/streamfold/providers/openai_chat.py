@@ -65,6 +65,8 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, FinishReason, Usage
+from ._chunk_template import ChunkTemplate
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["FINISH_REASONS", "MISTRAL_FINISH_REASONS", "Mistral", "OpenAIChat", "usage_from_openai"]
@@ -139,6 +141,11 @@ def _logprobs(choice: dict[str, Any]) -> Any:
     return logprobs
 
 
+def _with_delta(chunk: dict[str, Any], choice: dict[str, Any], delta: Any) -> dict[str, Any]:
+    """``chunk``, whose one choice is ``choice``, with that choice's ``delta`` replaced."""
+    return {**chunk, "choices": [{**choice, "delta": delta}]}
+
+
 def _error_parts(error: Any) -> tuple[str, str | int | None]:
     """``(message, code)`` of an error object (``{"message", "code"|"type"}`` or a string)."""
     if error.__class__ is dict:
@@ -181,10 +188,27 @@ class OpenAIChat(Provider):
         self._next_block = 0
         self._done = False
         self._produced = False
+        self._template: ChunkTemplate | None = None
+        #: Templates learned; a stream whose chunks never repeat stops trying after 64.
+        self._misses = 0
 
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:
+        template = self._template
+        if template is not None:
+            # The common chunk, read without a JSON parse (see ``_chunk_template``).
+            text = template.text(frame.data)
+            if text is not None and frame.event == "message":
+                current = template.state
+                block = template.block
+                if block < 0:
+                    if current.prose_kind == "text":
+                        out.append(text_delta(current.prose, "text", text, current.index, frame))
+                        return
+                elif not current.ended:
+                    out.append(text_delta(block, "tool_call", text, current.index, frame))
+                    return
         try:
             chunk = frame.json()
         except ProtocolError as exc:
@@ -219,6 +243,8 @@ class OpenAIChat(Provider):
                             and content.__class__ is str
                         ):
                             logprobs = _logprobs(choice) if choice.get("logprobs") else None
+                            if self._misses < 64:
+                                self._learn(chunk, choice, state, delta, frame)
                             out.append(
                                 BlockDelta(
                                     index=state.prose,
@@ -229,16 +255,12 @@ class OpenAIChat(Provider):
                                     logprobs=logprobs,
                                 )
                                 if logprobs
-                                else BlockDelta(
-                                    index=state.prose,
-                                    kind="text",
-                                    text=content,
-                                    choice=index,
-                                    raw=frame,
-                                )
+                                else text_delta(state.prose, "text", content, index, frame)
                             )
                         else:
                             self._delta(state, delta, choice, frame, out)
+                            if self._misses < 64 and "tool_calls" in delta:
+                                self._learn(chunk, choice, state, delta, frame)
                     elif _logprobs(choice) is not None:
                         self._logprobs_alone(state, choice, frame, out)
                     reason = choice.get("finish_reason")
@@ -261,9 +283,68 @@ class OpenAIChat(Provider):
             for state, reason in finished:
                 self._finish(state, reason, frame, out)
 
+    def _learn(
+        self,
+        chunk: dict[str, Any],
+        choice: dict[str, Any],
+        state: _Choice,
+        delta: dict[str, Any],
+        frame: Any,
+    ) -> None:
+        """Learn the template of this chunk if it is a common one: one choice, a ``delta`` of
+        one text or one argument fragment of an open call, nothing else (``_chunk_template``)."""
+        if (
+            len(chunk["choices"]) != 1
+            or choice.get("finish_reason") is not None
+            or _logprobs(choice) is not None
+            or chunk.get("usage")
+            or chunk.get("error")
+            or frame.event != "message"
+            or self._done
+            or len(delta) != 1
+        ):
+            return
+        content = delta.get("content")
+        calls = delta.get("tool_calls")
+        if content.__class__ is str and state.prose_kind == "text":
+            key, text, block = "content", content, -1
+
+            def expected(probe: str) -> dict[str, Any]:
+                return _with_delta(chunk, choice, {"content": probe})
+
+        elif (
+            calls.__class__ is list and len(calls) == 1 and calls[0].keys() == {"index", "function"}
+        ):
+            call = calls[0]
+            function = call["function"]
+            known = state.calls.get(call["index"])
+            if (
+                function.__class__ is not dict
+                or function.keys() != {"arguments"}
+                or function["arguments"].__class__ is not str
+                or known is None
+                or known[0] not in state.open_calls
+            ):
+                return
+            key, text, block = "arguments", function["arguments"], known[0]
+
+            def expected(probe: str) -> dict[str, Any]:
+                entry = {"index": call["index"], "function": {"arguments": probe}}
+                return _with_delta(chunk, choice, {"tool_calls": [entry]})
+
+        else:
+            return
+        self._misses += 1
+        template = ChunkTemplate.learn(
+            frame.data, chunk, key=key, text=text, expected=expected, state=state, block=block
+        )
+        if template is not None:
+            self._template = template
+
     def _not_json(self, frame: Any, exc: ProtocolError, out: list[Event]) -> None:
         data = frame.data
         if data.startswith("[DONE]"):
+            self._template = None
             if self._done:
                 self.violation("second [DONE]", out, event=frame.event, raw=frame)
             self._done = True
@@ -317,6 +398,7 @@ class OpenAIChat(Provider):
         text: str,
         frame: Any,
         out: list[Event],
+        *,
         logprobs: Any = None,
     ) -> None:
         if state.prose_kind != kind:
@@ -361,7 +443,7 @@ class OpenAIChat(Provider):
             if not value:
                 continue  # absent, null or "": the first delta's placeholders
             if value.__class__ is str:
-                self._text(state, kind, value, frame, out, logprobs)
+                self._text(state, kind, value, frame, out, logprobs=logprobs)
                 logprobs = None
             elif value.__class__ is list and key == "content":
                 self._content_chunks(state, value, frame, out)
@@ -412,9 +494,9 @@ class OpenAIChat(Provider):
     ) -> None:
         """Mistral ``content`` as a list: ``text`` and ``thinking`` chunks."""
         for chunk in chunks:
-            kind = CHUNK_KINDS.get(chunk.get("type")) if chunk.__class__ is dict else None
+            chunk_type: Any = chunk.get("type") if chunk.__class__ is dict else None
+            kind = CHUNK_KINDS.get(chunk_type)
             if kind is None:
-                chunk_type = chunk.get("type") if chunk.__class__ is dict else None
                 out.append(Unknown(event_type=f"content.{chunk_type}", raw=frame))
                 continue
             if kind == "text":

@@ -33,7 +33,7 @@ Output items (by ``output_index``) -> blocks, numbered in order of appearance:
 
 ``response.output_item.done`` closes the item's blocks with ``BlockEnd(data=<final item>)``.
 Annotations -> ``CitationAdded``: ``start``/``end`` are ``start_index``/``end_index``,
-code-point offsets into the text part (verified on a capture with ``’`` and ``—``); the
+code-point offsets into the text part (verified on a capture with curly quotes and dashes); the
 annotation is the source. The stream ends with exactly one of ``response.completed`` (finish
 ``stop``), ``response.incomplete`` (``incomplete_details.reason``: ``max_output_tokens`` ->
 ``length``, ``content_filter``) or ``response.failed`` (``StreamError`` with
@@ -217,7 +217,7 @@ class OpenAIResponses(Provider):
             if target is not None:
                 self._delta(payload, target, event, frame, out)
                 return
-            if not self._started and event != "error" and event != "response.created":
+            if not self._started and event not in ("error", "response.created"):
                 self.violation("stream does not begin with response.created", out, event=event)
                 self._start(payload.get("response"), frame, out)
             handler = self._on.get(event)
@@ -332,7 +332,7 @@ class OpenAIResponses(Provider):
         item_id = item.get("id")
         if item_type == "message":
             return  # its blocks are its content parts
-        if item_type == "function_call" or item_type == "custom_tool_call":
+        if item_type in ("function_call", "custom_tool_call"):
             extra: dict[str, Any] = {"item_id": item_id}
             if item_type == "custom_tool_call":
                 extra["custom"] = True
@@ -381,8 +381,8 @@ class OpenAIResponses(Provider):
         state = self._item(p, "response.content_part.added", frame)
         if state.item_type != "message":
             return  # a reasoning item's parts feed its one block
-        part = p.get("part") or {}
-        kind = PART_KINDS.get(part.get("type"), "other")
+        part: Any = p.get("part") or {}
+        kind: BlockKind = PART_KINDS.get(part.get("type"), "other")
         content_index = p["content_index"]
         block = self._open_block(kind, frame, out, extra={"item_id": p.get("item_id")})
         state.parts[content_index] = (block, kind)

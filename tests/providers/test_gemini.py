@@ -1,0 +1,386 @@
+"""Gemini ``streamGenerateContent?alt=sse`` (``provider="gemini"``): captures, hand-written
+streams, block making, Vertex streamed arguments, rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    CitationAdded,
+    MediaAdded,
+    MessageEnd,
+    MessageStart,
+    SignatureDelta,
+    SourcesAdded,
+    UsageUpdate,
+)
+from streamfold.providers.gemini import FINISH_REASONS
+
+from .helpers import CAPTURES as CAPTURE_ROOT
+from .helpers import accumulate, captures, check_capture, expected, run, split_at, sse
+
+CAPTURES = captures("gemini")
+requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
+
+
+def chunk(
+    *parts: dict[str, Any], finish: str | None = None, usage: Any = None, **candidate: Any
+) -> dict[str, Any]:
+    cand: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, **candidate}
+    if finish:
+        cand["finishReason"] = finish
+    body: dict[str, Any] = {"candidates": [cand], "modelVersion": "gemini-x", "responseId": "r1"}
+    if usage is not None:
+        body["usageMetadata"] = usage
+    return body
+
+
+def gsse(*frames: Any) -> bytes:
+    return sse(*frames, crlf=True)
+
+
+BASIC = gsse(
+    chunk({"text": "The"}, usage={"promptTokenCount": 15}),
+    chunk(
+        {"text": " capital"},
+        usage={"promptTokenCount": 15, "candidatesTokenCount": 2, "totalTokenCount": 17},
+    ),
+    chunk(
+        {"text": " is Paris.\n"},
+        finish="STOP",
+        usage={
+            "promptTokenCount": 13,
+            "candidatesTokenCount": 8,
+            "totalTokenCount": 21,
+            "thoughtsTokenCount": 5,
+            "toolUsePromptTokenCount": 2,
+            "cachedContentTokenCount": 4,
+        },
+    ),
+)
+
+
+# -- captures ---------------------------------------------------------------------------------
+
+
+@requires_captures
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_capture_matches_expected(path: Path) -> None:
+    check_capture(path, "gemini")
+
+
+@requires_captures
+def test_grounding_supports_are_utf8_byte_offsets() -> None:
+    path = CAPTURE_ROOT / "gemini" / "web_search_grounding.sse"
+    result = run(path.read_bytes(), "gemini")
+    want = expected(path)["grounding_metadata"]
+    citations = [e.citation for e in result.of(CitationAdded)]
+    assert [(c.start, c.end, c.text) for c in citations] == [
+        (s["startIndex"], s["endIndex"], s["text"]) for s in want["groundingSupports"]
+    ]
+    text = accumulate(result.events).choice(0).ordered()[0].text.encode("utf-8")
+    for c in citations:
+        assert c.start is not None and c.end is not None
+        assert text[c.start : c.end].decode("utf-8") == c.text
+    sources = result.of(SourcesAdded)
+    assert len(sources) == 1
+    assert [s.get("web", s).get("title") for s in sources[0].sources] == [
+        c["title"] for c in want["groundingChunks"]
+    ]
+    assert sources[0].queries == want["webSearchQueries"]
+
+
+STREAMS = [p.read_bytes() for p in CAPTURES] + [BASIC]
+
+
+@given(st.data())
+def test_chunking_invariance(data: st.DataObject) -> None:
+    stream = data.draw(st.sampled_from(STREAMS))
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
+    whole = run(stream, "gemini")
+    split = run(split_at(stream, cuts), "gemini")
+    assert split.events == whole.events
+    assert repr(split.error) == repr(whole.error)
+
+
+@requires_captures
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_capture_single_byte_reads_split_crlf(path: Path) -> None:
+    data = path.read_bytes()
+    assert b"\r\n\r\n" in data
+    pieces = run([data[i : i + 1] for i in range(len(data))], "gemini")
+    assert pieces.events == run(data, "gemini").events
+
+
+# -- blocks -------------------------------------------------------------------------------------
+
+
+def test_consecutive_text_parts_are_one_block_and_usage_replaces() -> None:
+    result = run(BASIC, "gemini")
+    assert result.error is None and result.warnings == []
+    folded = accumulate(result.events)
+    assert [(b.kind, b.text) for b in folded.choice(0).ordered()] == [
+        ("text", "The capital is Paris.\n")
+    ]
+    start = result.of(MessageStart)[0]
+    assert (start.id, start.model, start.choice) == ("r1", "gemini-x", 0)
+    # The first usage has only the prompt count; every snapshot replaces the last.
+    updates = [u.usage for u in result.of(UsageUpdate)]
+    assert [u.input_tokens for u in updates] == [15, 15, 15]
+    last = folded.usage
+    assert (last.input_tokens, last.output_tokens, last.total_tokens) == (15, 13, 21)
+    assert (last.reasoning_tokens, last.cached_tokens) == (5, 4)
+    end = result.of(MessageEnd)[0]
+    assert (end.finish_reason, end.raw_finish_reason) == ("stop", "STOP")
+    names = [type(e).__name__ for e in result.events]
+    assert names[-3:] == ["UsageUpdate", "BlockEnd", "MessageEnd"]
+
+
+def test_thought_parts_then_text_switch_blocks() -> None:
+    stream = gsse(
+        chunk({"text": "**Plan**", "thought": True}),
+        chunk({"text": " more", "thought": True}),
+        chunk({"text": "Answer", "thoughtSignature": "sig1"}),
+        chunk({"text": " done."}),
+        chunk({"text": "again?", "thought": True}, finish="STOP"),
+    )
+    result = run(stream, "gemini")
+    blocks = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.text, b.signature) for b in blocks] == [
+        ("reasoning", "**Plan** more", None),
+        ("text", "Answer done.", "sig1"),
+        ("reasoning", "again?", None),
+    ]
+    assert all(b.ended for b in blocks)
+
+
+def test_signature_on_an_empty_text_part_is_kept() -> None:
+    stream = gsse(
+        chunk({"text": "Hi"}), chunk({"text": "", "thoughtSignature": "sig"}, finish="STOP")
+    )
+    result = run(stream, "gemini")
+    assert [s.signature for s in result.of(SignatureDelta)] == ["sig"]
+    blocks = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.text, b.signature) for b in blocks] == [("text", "Hi", "sig")]
+
+
+def test_signature_on_an_empty_text_part_after_a_call_opens_a_block_for_it() -> None:
+    stream = gsse(
+        chunk({"functionCall": {"name": "f", "args": {}}}),
+        chunk({"text": "", "thoughtSignature": "sig"}, finish="STOP"),
+    )
+    blocks = accumulate(run(stream, "gemini").events).choice(0).ordered()
+    assert [(b.kind, b.text, b.signature) for b in blocks] == [
+        ("tool_call", "", None),
+        ("text", "", "sig"),
+    ]
+
+
+def test_empty_text_part_without_signature_makes_nothing() -> None:
+    stream = gsse(
+        chunk({"functionCall": {"name": "f", "args": {"a": 1}}}), chunk({"text": ""}, finish="STOP")
+    )
+    result = run(stream, "gemini")
+    assert len(result.of(BlockStart)) == 1
+
+
+def test_whole_function_calls_with_signature() -> None:
+    stream = gsse(
+        chunk({"text": "Let me look."}),
+        chunk(
+            {"functionCall": {"name": "get_country", "args": {}}, "thoughtSignature": "s"},
+            {"functionCall": {"name": "get_city", "args": {"q": "x"}, "id": "fc1"}},
+        ),
+        chunk({"text": ""}, finish="STOP"),
+    )
+    result = run(stream, "gemini")
+    starts = [s for s in result.of(BlockStart) if s.kind == "tool_call"]
+    assert [(s.id, s.name, s.arguments, s.complete, s.extra) for s in starts] == [
+        (None, "get_country", {}, True, {"thoughtSignature": "s"}),
+        ("fc1", "get_city", {"q": "x"}, True, None),
+    ]
+    names = [type(e).__name__ for e in result.events]
+    assert names[1:8] == [
+        "BlockStart",
+        "BlockDelta",
+        "BlockEnd",
+        "BlockStart",
+        "BlockEnd",
+        "BlockStart",
+        "BlockEnd",
+    ]
+    assert result.of(MessageEnd)[0].finish_reason == "stop"
+
+
+def test_vertex_partial_args_stream_nested_paths() -> None:
+    def partial(*args: dict[str, Any]) -> dict[str, Any]:
+        return {"functionCall": {"partialArgs": list(args), "willContinue": True}}
+
+    stream = gsse(
+        chunk({"functionCall": {"name": "write", "willContinue": True}, "thoughtSignature": "s"}),
+        chunk(partial({"jsonPath": "$.path", "stringValue": "a/", "willContinue": True})),
+        chunk(
+            partial(
+                {"jsonPath": "$.path", "stringValue": "b.txt"},
+                {"jsonPath": "$.opts.mode", "numberValue": 420},
+                {"jsonPath": "$.opts.force", "boolValue": True},
+                {"jsonPath": "$.lines[1]", "stringValue": "two"},
+                {"jsonPath": "$.lines[0]", "stringValue": "one"},
+                {"jsonPath": "$['odd key']", "nullValue": None},
+            )
+        ),
+        chunk({"functionCall": {}}),
+        chunk({"text": ""}, finish="STOP"),
+    )
+    result = run(stream, "gemini", strict=True)
+    assert result.error is None
+    block = accumulate(result.events).choice(0).ordered()[0]
+    assert (block.kind, block.name, block.ended) == ("tool_call", "write", True)
+    assert block.extra == {"thoughtSignature": "s"}
+    assert json.loads(block.text) == {
+        "path": "a/b.txt",
+        "opts": {"mode": 420, "force": True},
+        "lines": ["one", "two"],
+        "odd key": None,
+    }
+
+
+def test_partial_args_without_an_open_call_is_a_protocol_error() -> None:
+    stream = gsse(
+        chunk({"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}]}})
+    )
+    result = run(stream, "gemini")
+    assert isinstance(result.error, sf.ProtocolError) and "never started" in str(result.error)
+
+
+def test_server_tool_and_media_parts() -> None:
+    code = {"executableCode": {"language": "PYTHON", "code": "print(1)"}}
+    outcome = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}}
+    image = {"inlineData": {"mimeType": "image/png", "data": "iVBO"}}
+    stream = gsse(chunk(code, outcome, image, {"futurePart": {}}, finish="STOP"))
+    result = run(stream, "gemini")
+    starts = result.of(BlockStart)
+    assert [(s.kind, s.name, s.complete, s.data) for s in starts] == [
+        ("server_tool", "executableCode", True, code),
+        ("server_tool", "codeExecutionResult", True, outcome),
+    ]
+    assert [m.media for m in result.of(MediaAdded)] == [image["inlineData"]]
+    assert result.unknown == ["part.futurePart"]
+
+
+@pytest.mark.parametrize("raw", [*FINISH_REASONS, "SOMETHING_NEW"])
+def test_finish_reason_table(raw: str) -> None:
+    end = run(gsse(chunk({"text": "x"}, finish=raw)), "gemini").of(MessageEnd)[0]
+    assert (end.raw_finish_reason, end.finish_reason) == (raw, FINISH_REASONS.get(raw, "other"))
+
+
+@pytest.mark.parametrize("raw", ["SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII"])
+def test_safety_like_reasons_are_content_filter(raw: str) -> None:
+    assert FINISH_REASONS[raw] == "content_filter"
+    assert FINISH_REASONS["MAX_TOKENS"] == "length"
+
+
+def test_prompt_blocked_before_any_candidate() -> None:
+    stream = gsse(
+        {
+            "promptFeedback": {"blockReason": "SAFETY"},
+            "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 3},
+        }
+    )
+    result = run(stream, "gemini")
+    end = result.of(MessageEnd)[0]
+    assert (end.finish_reason, end.raw_finish_reason) == ("content_filter", "SAFETY")
+    assert len(result.of(MessageStart)) == 1
+
+
+def test_recitation_citations() -> None:
+    cited = {"startIndex": 0, "endIndex": 5, "uri": "https://x"}
+    stream = gsse(
+        chunk({"text": "Hello"}, citationMetadata={"citations": [cited]}),
+        chunk({"text": "!"}, citationMetadata={"citations": [cited]}, finish="STOP"),
+    )
+    citations = [e.citation for e in run(stream, "gemini").of(CitationAdded)]
+    assert [(c.start, c.end, c.sources, c.block) for c in citations] == [(0, 5, [cited], 0)]
+
+
+def test_several_candidates_are_choices() -> None:
+    stream = gsse(
+        {
+            "candidates": [
+                {"index": 0, "content": {"parts": [{"text": "A"}]}},
+                {"index": 1, "content": {"parts": [{"text": "B"}]}, "finishReason": "STOP"},
+            ]
+        },
+        {
+            "candidates": [
+                {"index": 0, "content": {"parts": [{"text": "a"}]}, "finishReason": "MAX_TOKENS"}
+            ]
+        },
+    )
+    folded = accumulate(run(stream, "gemini").events)
+    assert [b.text for b in folded.choice(0).ordered()] == ["Aa"]
+    assert [b.text for b in folded.choice(1).ordered()] == ["B"]
+    assert (folded.choice(0).finish_reason, folded.choice(1).finish_reason) == ("length", "stop")
+
+
+# -- errors and rules -----------------------------------------------------------------------------
+
+
+def test_error_chunk_raises_after_the_events_before_it() -> None:
+    stream = gsse(
+        chunk({"text": "Par"}),
+        {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}},
+    )
+    seen = []
+    with pytest.raises(sf.StreamError) as info:
+        for event in sf.events([stream], provider="gemini"):
+            seen.append(event)
+    assert [e.text for e in seen if isinstance(e, BlockDelta)] == ["Par"]
+    assert (info.value.code, info.value.message) == ("UNAVAILABLE", "overloaded")
+    assert info.value.retryable_without_duplicate is False
+
+
+def test_non_json_payload_is_a_protocol_error() -> None:
+    result = run(gsse(chunk({"text": "a"}), "{truncated"), "gemini")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert (result.error.provider, result.error.position) == ("gemini", 1)
+
+
+def test_content_after_finish_warns_or_raises_when_strict() -> None:
+    stream = gsse(
+        chunk({"text": "a"}, finish="STOP"),
+        chunk({"text": "late"}),
+        {"usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 2}},
+    )
+    lenient = run(stream, "gemini")
+    assert len(lenient.warnings) == 1 and "after its finishReason" in lenient.warnings[0]
+    assert "late" not in "".join(e.text for e in lenient.of(BlockDelta))
+    assert len(lenient.of(UsageUpdate)) == 1  # a usage-only chunk after the end is fine
+    strict = run(stream, "gemini", strict=True)
+    assert isinstance(strict.error, sf.ProtocolError)
+
+
+def test_every_event_keeps_its_frame() -> None:
+    result = run(BASIC, "gemini")
+    assert all(isinstance(e.raw, sf.ServerSentEvent) for e in result.events)
+    assert len(result.of(BlockEnd)) == 1
+
+
+@pytest.mark.anyio
+async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
+    async def reads() -> Any:
+        for i in range(0, len(BASIC), 9):
+            yield BASIC[i : i + 9]
+
+    events = [e async for e in sf.aevents(reads(), provider="gemini")]
+    assert events == run(BASIC, "gemini").events

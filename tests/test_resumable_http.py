@@ -1,0 +1,265 @@
+"""Resumable streams against a real server, through httpx sync, httpx async (asyncio and trio)
+and aiohttp (asyncio only): the folded message after resumption equals the uninterrupted one,
+and a stream that cannot resume is never requested again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+import streamfold as sf
+from conftest import CAPTURES, requires_captures
+from http_server import (
+    CLIENT_BACKENDS,
+    STREAMS,
+    Client,
+    StreamServer,
+    generated_stream,
+    make_client,
+    stream_server,
+)
+
+__all__ = ["stream_server"]  # the fixture, imported for the tests below
+
+# See test_http_adapters.py: httpx leaves its own async generators to the collector when a
+# body is left early, and trio warns about them (encode/httpx#3686).
+pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator 'http(x|core)\.:ResourceWarning")
+
+FAST = {"initial_delay": 0.005, "max_delay": 0.05}
+
+
+@pytest.fixture(params=list(CLIENT_BACKENDS))
+def client_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(client_kind: str) -> str:
+    return CLIENT_BACKENDS[client_kind]
+
+
+@pytest.fixture
+def client(client_kind: str) -> Client:
+    return make_client(client_kind)
+
+
+@pytest.fixture
+def rid(request: pytest.FixtureRequest) -> str:
+    return str(request.node.nodeid)
+
+
+def whole(name: str) -> sf.Message:
+    provider, _, body = STREAMS[name]
+    return sf.fold([body], provider=provider)
+
+
+#: name -> (stream, faults, resume options, connections the server must see; 0: more than
+#: max_reconnects + 1, i.e. progress reset the budget)
+SCENARIOS: dict[str, tuple[str, dict[str, Any], dict[str, Any], int]] = {
+    "last-event-id": ("onecortex", {"cut": 400, "replay": 2}, {}, 2),
+    "last-event-id-utf8": ("onecortex", {"cut": "utf8", "replay": 1}, {}, 2),
+    "last-event-id-clean-eof": ("onecortex", {"end": 520, "replay": 3}, {}, 2),
+    "server-ignores-cursor": ("onecortex", {"cut": 700, "resume": 0}, {}, 2),
+    "drip-then-cut": ("onecortex", {"drip": 1, "cut": 333, "replay": 1}, {}, 2),
+    "after-sequence-utf8": ("clouisle", {"cut": "utf8", "replay": 3}, {}, 2),
+    "after-sequence-cut-every-time": (
+        "clouisle",
+        {"cut": 650, "on": "all", "replay": 1},
+        {"max_reconnects": 1},  # each connection brings news, which resets the budget
+        0,
+    ),
+    "starting-after": ("openai-responses", {"cut": 900, "replay": 2}, {}, 2),
+    "stall-idle-timeout": (
+        "onecortex",
+        {"stall": 5, "stall_at": 600, "replay": 1},
+        {"idle_timeout": 0.3},
+        2,
+    ),
+    "503-on-reconnect": (
+        "clouisle",
+        {"cut": 500, "status": 503, "status_on": 1, "retry_after": 0},
+        {},
+        3,
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+async def test_resumed_fold_equals_the_uninterrupted_one(
+    client: Client, stream_server: StreamServer, rid: str, scenario: str
+) -> None:
+    name, faults, options, connections = SCENARIOS[scenario]
+    provider = STREAMS[name][0]
+    url = stream_server.url(f"/stream/{name}")
+    message = await client.fold_resumable(url, provider, {"rid": rid, **faults}, **FAST, **options)
+    assert message == whole(name)
+    assert not message.warnings  # no replayed event reached the provider
+    seen = stream_server.seen(rid)
+    if connections:
+        assert len(seen) == connections
+    else:
+        assert len(seen) > options["max_reconnects"] + 1
+    first, second = seen[0], seen[1]
+    assert "Last-Event-ID" not in first.headers
+    assert not {"after_sequence", "starting_after"} & set(first.query)
+    if name == "onecortex":
+        assert second.headers["Last-Event-ID"].isdigit()
+    elif name == "clouisle":
+        assert int(second.query["after_sequence"]) > 0
+    else:
+        assert int(second.query["starting_after"]) > 0
+
+
+@requires_captures
+@pytest.mark.anyio
+async def test_resumed_capture_with_sequence_numbers(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    path = CAPTURES / "openai_responses" / "reasoning_summary.sse"
+    body = path.read_bytes()
+    url = stream_server.url("/capture/openai_responses/reasoning_summary")
+    query = {"rid": rid, "cut": len(body) // 2, "replay": 4}
+    message = await client.fold_resumable(url, "openai-responses", query, **FAST)
+    assert message == sf.fold([body], provider="openai-responses")
+    assert len(stream_server.seen(rid)) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cut", ["utf8", "middle"])
+async def test_a_stream_without_id_or_sequence_is_never_requested_again(
+    client: Client, stream_server: StreamServer, rid: str, cut: str
+) -> None:
+    body = generated_stream("openai", 40, "héllo ")
+    offset = "utf8" if cut == "utf8" else len(body) // 2
+    url = stream_server.url("/generate")
+    query = {"rid": rid, "n": 40, "delta": "héllo ", "cut": offset}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "openai", query, **FAST)
+    exc = info.value
+    assert "cannot be resumed" in exc.message
+    assert exc.partial is not None
+    assert not exc.partial.complete
+    full = sf.fold([body], provider="openai")
+    assert full.text.startswith(exc.partial.text)
+    assert exc.__cause__ is not None  # the client's own error about the connection
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+async def test_json_lines_cut_mid_line_are_not_requested_again(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    body = STREAMS["cohere-v1"][2]
+    url = stream_server.url("/stream/cohere-v1")
+    query = {"rid": rid, "end": body.index(b"aus") + 2}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "cohere-v1", query, **FAST)
+    assert info.value.partial is not None
+    assert info.value.partial.text == "Grüße "
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+async def test_gives_up_after_max_reconnects_without_progress(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # Every connection is cut after 300 bytes and replays from the start: after the first,
+    # none brings a new event.
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, "cut": 300, "on": "all", "resume": 0}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "onecortex", query, max_reconnects=2, **FAST)
+    exc = info.value
+    assert "gave up after 2 reconnections" in exc.message
+    assert exc.partial is not None
+    assert exc.partial.tool_calls  # what arrived is kept
+    assert len(stream_server.seen(rid)) == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["onecortex", "clouisle"])
+async def test_never_reconnects_after_the_terminal_event(
+    client: Client, stream_server: StreamServer, rid: str, name: str
+) -> None:
+    # The connection fails after the whole body, before the chunked encoding's end.
+    provider, _, body = STREAMS[name]
+    url = stream_server.url(f"/stream/{name}")
+    message = await client.fold_resumable(url, provider, {"rid": rid, "cut": len(body)}, **FAST)
+    assert message == whole(name)
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_reconnection_refused_for_good_is_incomplete(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/stream/clouisle")
+    query = {"rid": rid, "cut": 500, "status": 404, "status_on": 1}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "clouisle", query, **FAST)
+    cause = info.value.__cause__
+    assert isinstance(cause, sf.StreamError)
+    assert cause.status == 404
+    assert info.value.partial is not None
+    assert len(stream_server.seen(rid)) == 2
+
+
+@pytest.mark.anyio
+async def test_idle_timeout_on_a_stream_that_cannot_resume(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/generate")
+    query = {"rid": rid, "n": 20, "stall": 5, "stall_at": 400}
+    started = anyio.current_time()
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "openai", query, idle_timeout=0.3, **FAST)
+    assert anyio.current_time() - started < 3  # not the server's 5 s stall
+    assert isinstance(info.value.__cause__, (sf.IdleTimeoutError, TimeoutError))
+    assert len(stream_server.seen(rid)) == 1
+    # The given-up connection is closed: the server sees the client leave.
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid)
+
+
+@pytest.mark.anyio
+async def test_pings_keep_a_slow_stream_alive(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # 60 ms between events with a 300 ms idle timeout: slow is not dead.
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, "event_delay": 0.06}
+    message = await client.fold_resumable(url, "onecortex", query, idle_timeout=0.3, **FAST)
+    assert message == whole("onecortex")
+    assert len(stream_server.seen(rid)) == 1
+
+
+# -- sf.stream(resume=True) ----------------------------------------------------------------
+
+
+def test_stream_resume_survives_a_stall(stream_server: StreamServer) -> None:
+    rid = "stream-resume-stall"
+    url = stream_server.url("/stream/onecortex")
+    params = {"rid": rid, "stall": 5, "stall_at": 500}
+    with sf.stream(
+        "GET", url, provider="onecortex", resume=True, idle_timeout=0.3, params=params, **FAST
+    ) as s:
+        message = s.fold()
+    assert message == whole("onecortex")
+    assert len(stream_server.seen(rid)) == 2
+
+
+def test_stream_without_resume_raises_while_iterating(stream_server: StreamServer) -> None:
+    rid = "stream-no-resume"
+    url = stream_server.url("/stream/onecortex", rid=rid, cut=500)
+    events = []
+    with (
+        pytest.raises(sf.IncompleteStreamError) as info,
+        sf.stream("GET", url, provider="onecortex") as s,
+    ):
+        events.extend(s)
+    assert events
+    assert info.value.partial is not None
+    assert "reconnecting is off" in info.value.message
+    assert len(stream_server.seen(rid)) == 1
