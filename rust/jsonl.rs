@@ -390,7 +390,7 @@ mod tests {
             .unwrap_or(60);
         let deadline = Instant::now() + Duration::from_secs(seconds);
         let mut runner = TestRunner::new(Config {
-            cases: 2000,
+            cases: 256,
             failure_persistence: None,
             ..Config::default()
         });

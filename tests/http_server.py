@@ -28,26 +28,40 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
+``chunk=N``         write N bytes at a time instead of one write per event
 
 Resumption: ``Last-Event-ID`` (by SSE id), ``after_sequence`` (Clouisle) and ``starting_after``
 (OpenAI Responses) are honoured, with ``replay=K`` events before the cursor sent again;
 ``resume=0`` ignores them (the whole stream again). ``rid=`` names a logical stream: the server
 counts its connections and records when a client went away (:meth:`StreamServer.wait_disconnect`).
+
+For a load run (``benches/``)::
+
+    server = start_server()
+    try:
+        url = server.url("/generate", provider="openai", n=1000)   # 1,000 text deltas
+        ...  # open many streams on url
+    finally:
+        server.stop()
+
+Requests are recorded in ``server.requests`` (``start_server(record=False)``: only those
+with a ``rid``), so a long load run does not grow the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import re
 import socket
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp import web
@@ -215,6 +229,7 @@ STREAMS: dict[str, tuple[str, str, bytes]] = {
 }
 
 
+@functools.lru_cache(maxsize=16)
 def generated_stream(provider: str, n: int, delta: str = "tok ") -> bytes:
     """A stream of ``n`` text-delta events plus its envelope, for load runs."""
     out: list[str] = []
@@ -250,7 +265,8 @@ def generated_stream(provider: str, n: int, delta: str = "tok ") -> bytes:
                 "type": "content_block_delta",
                 "index": 0,
                 "delta": {"type": "text_delta", "text": delta},
-            }
+            },
+            ensure_ascii=False,
         )
         out.extend(_sse("content_block_delta", piece) for _ in range(n))
         out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
@@ -277,7 +293,8 @@ def generated_stream(provider: str, n: int, delta: str = "tok ") -> bytes:
     first = {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
     out.append(_sse(None, first))
     piece = json.dumps(
-        {**head, "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]}
+        {**head, "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]},
+        ensure_ascii=False,
     )
     out.extend(_sse(None, piece) for _ in range(n))
     last = {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
@@ -378,6 +395,8 @@ class StreamServer:
     _finished: dict[str, threading.Event] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: Any = None
+    #: Record every request (else only those with a ``rid``).
+    record: bool = True
 
     def url(self, path: str, **query: Any) -> str:
         from urllib.parse import urlencode
@@ -416,9 +435,10 @@ class StreamServer:
             attempt = self._attempts.get(rid, 0) if rid else 0
             if rid:
                 self._attempts[rid] = attempt + 1
-            self.requests.append(
-                Seen(request.path, dict(request.query), dict(request.headers), attempt)
-            )
+            if rid or self.record:
+                self.requests.append(
+                    Seen(request.path, dict(request.query), dict(request.headers), attempt)
+                )
         return attempt
 
     async def capture(self, request: web.Request) -> web.StreamResponse:
@@ -491,6 +511,10 @@ class StreamServer:
             response.headers["Content-Encoding"] = "gzip"
         await response.prepare(request)
         pieces = [b.data for b in blocks[start:]]
+        if "chunk" in q:  # writes of N bytes instead of one write per event
+            size = int(q["chunk"])
+            joined = b"".join(pieces)
+            pieces = [joined[i : i + size] for i in range(0, len(joined), size)]
         cut = _cut_offset(fault.get("cut"), b"".join(pieces))
         end = int(fault["end"]) if "end" in fault else None
         stall = float(fault.get("stall", "0"))
@@ -593,7 +617,7 @@ async def _close_abruptly(request: web.Request) -> None:
     await asyncio.sleep(0)
 
 
-def start_server() -> StreamServer:
+def start_server(*, record: bool = True) -> StreamServer:
     """Start the server in a background thread; returns once it accepts connections."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
@@ -632,7 +656,7 @@ def start_server() -> StreamServer:
         loop.close()
 
     thread = threading.Thread(target=run, name="stream-server", daemon=True)
-    box["server"] = StreamServer("", loop, thread)
+    box["server"] = StreamServer("", loop, thread, record=record)
     thread.start()
     ready.wait(10)
     if "error" in box:
@@ -788,7 +812,7 @@ class HttpxAsync(Client):
         seen = 0
         async with httpx.AsyncClient() as client:
             response = await client.send(client.build_request("GET", url), stream=True)
-            events = sf.aevents(response, provider=provider)
+            events = cast("AsyncGenerator[Any, None]", sf.aevents(response, provider=provider))
             with contextlib.suppress(_Leave):
                 async with contextlib.aclosing(events):
                     async for _ in events:
@@ -843,7 +867,7 @@ class Aiohttp(Client):
         seen = 0
         async with aiohttp.ClientSession() as session:
             response = await session.get(url)
-            events = sf.aevents(response, provider=provider)
+            events = cast("AsyncGenerator[Any, None]", sf.aevents(response, provider=provider))
             with contextlib.suppress(_Leave):
                 async with contextlib.aclosing(events):
                     async for _ in events:

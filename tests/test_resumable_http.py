@@ -243,7 +243,13 @@ def test_stream_resume_survives_a_stall(stream_server: StreamServer) -> None:
     url = stream_server.url("/stream/onecortex")
     params = {"rid": rid, "stall": 5, "stall_at": 500}
     with sf.stream(
-        "GET", url, provider="onecortex", resume=True, idle_timeout=0.3, params=params, **FAST
+        "GET",
+        url,
+        provider="onecortex",
+        resume=True,
+        idle_timeout=0.3,
+        initial_delay=0.005,
+        params=params,
     ) as s:
         message = s.fold()
     assert message == whole("onecortex")
@@ -253,7 +259,7 @@ def test_stream_resume_survives_a_stall(stream_server: StreamServer) -> None:
 def test_stream_without_resume_raises_while_iterating(stream_server: StreamServer) -> None:
     rid = "stream-no-resume"
     url = stream_server.url("/stream/onecortex", rid=rid, cut=500)
-    events = []
+    events: list[sf.Event] = []
     with (
         pytest.raises(sf.IncompleteStreamError) as info,
         sf.stream("GET", url, provider="onecortex") as s,

@@ -527,6 +527,10 @@ class _StreamBase:
 
     def _add(self, event: Event) -> None:
         self.folder.add(event)
+        if self.provider == "auto":
+            from .resumable import note_detected
+
+            note_detected(self.folder, event)
 
     def snapshot(self) -> Message:
         """The message folded from the events read so far (for live UIs)."""

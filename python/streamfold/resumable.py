@@ -65,13 +65,13 @@ from typing import TYPE_CHECKING, Any
 from ._core import ServerSentEvent, SSEDecoder
 from ._transport import ConnectionLostError, is_transport_error
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
+from .events import Event, Notice
 from .folder import Folder
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .providers import Provider, get_provider
 from .source import async_byte_chunks, sync_byte_chunks
 
 if TYPE_CHECKING:
-    from .events import Event
     from .message import Message
 
 __all__ = [
@@ -355,7 +355,8 @@ class _Resumer:
             return error.status in _RETRY_STATUSES and self.attempt > 0
         if not is_transport_error(error):
             return False
-        # The first request failing before any byte is the caller's to retry.
+        # The first request failing before its first byte is raised as it is: nothing was
+        # received, so there is nothing to resume and nothing to report as partial.
         return connected or self.attempt > 0
 
     def _delay(self, error: BaseException | None) -> float:
@@ -519,8 +520,8 @@ def events_resumable(
                 else:
                     chunks = stack.enter_context(sync_byte_chunks(source, core.name))
                 pipeline = core.start()
-                connected = True
                 for chunk in chunks:
+                    connected = True
                     events = core.feed(chunk)
                     yield from events
                     pipeline.raise_pending()
@@ -547,6 +548,12 @@ def _is_read_timeout(exc: BaseException, idle_timeout: float | None) -> bool:
     if isinstance(exc, ConnectionLostError):
         exc = exc.__cause__ or exc
     return isinstance(exc, httpx.ReadTimeout)
+
+
+def note_detected(folder: Folder, event: Event) -> None:
+    """With ``provider="auto"``, name the fold after the provider the stream turned out to be."""
+    if isinstance(event, Notice) and event.kind == "provider_detected" and event.data:
+        folder.provider = str(event.data)
 
 
 def fold_resumable(
@@ -578,9 +585,12 @@ def fold_resumable(
         max_delay=max_delay,
         on_reconnect=on_reconnect,
     )
+    auto = provider == "auto"
     try:
         for event in events:
             folder.add(event)
+            if auto:
+                note_detected(folder, event)
     except StreamfoldError as exc:
         folder.annotate_error(exc)
         raise
@@ -691,12 +701,12 @@ async def aevents_resumable(
                 source = await _enter_async(connect(core.cursor()), stack)
                 chunks = await stack.enter_async_context(async_byte_chunks(source, core.name))
                 pipeline = core.start()
-                connected = True
                 while True:
                     try:
                         chunk = await _next_chunk(chunks, idle_timeout)
                     except StopAsyncIteration:
                         break
+                    connected = True
                     for event in core.feed(chunk):
                         yield event
                     pipeline.raise_pending()
@@ -741,9 +751,12 @@ async def afold_resumable(
         max_delay=max_delay,
         on_reconnect=on_reconnect,
     )
+    auto = provider == "auto"
     try:
         async for event in events:
             folder.add(event)
+            if auto:
+                note_detected(folder, event)
     except StreamfoldError as exc:
         folder.annotate_error(exc)
         raise

@@ -146,12 +146,6 @@ fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
-/// Whether a byte inside a string needs a look: the end quote, an escape, or a control
-/// character (which JSON forbids raw).
-fn is_string_special(b: u8) -> bool {
-    b == b'"' || b == b'\\' || b < 0x20
-}
-
 #[derive(Debug, Clone)]
 pub struct Scanner {
     state: State,
@@ -360,21 +354,9 @@ impl Scanner {
                 State::Str { key, escape } => self.in_string(text, i, key, escape, events)?,
                 State::Num(num) => self.in_number(text, i, num, num_start, events)?,
                 State::Lit { literal, matched } => {
-                    let word = literal.word();
-                    if word.get(usize::from(matched)) != Some(&b) {
-                        return Err(self.unexpected(text, i));
-                    }
-                    if usize::from(matched) + 1 == word.len() {
-                        events.literal(literal);
-                        self.value_done();
-                    } else {
-                        self.state = State::Lit {
-                            literal,
-                            matched: matched + 1,
-                        };
-                    }
-                    i + 1
+                    self.in_literal(text, i, literal, matched, events)?
                 }
+                _ if is_ws(b) => i + 1,
                 _ => {
                     self.in_structure(text, i, b, events)?;
                     if let State::Num(_) = self.state {
@@ -475,42 +457,42 @@ impl Scanner {
         Ok(())
     }
 
-    /// Inside a string or key; returns where to continue.
+    /// Inside a string or key: reads on to its end or the fragment's; returns where to
+    /// continue.
     fn in_string<E: Events + ?Sized>(
         &mut self,
         text: &str,
-        i: usize,
+        mut i: usize,
         key: bool,
-        escape: Escape,
+        mut escape: Escape,
         events: &mut E,
     ) -> Result<usize, JsonError> {
         let bytes = text.as_bytes();
-        let Some(&b) = bytes.get(i) else {
-            return Ok(i);
-        };
-        let escape = match escape {
-            Escape::None => {
-                let run_end = bytes
-                    .get(i..)
-                    .and_then(|rest| rest.iter().position(|&c| is_string_special(c)))
-                    .map_or(bytes.len(), |n| i + n);
+        loop {
+            if escape == Escape::None {
+                let run_end = string_run_end(bytes, i);
                 if run_end > i {
                     // Both ends sit at an ASCII byte or at an end of the fragment, so the
                     // slice falls on character boundaries.
                     if let Some(run) = text.get(i..run_end) {
                         events.text(run);
                     }
-                    return Ok(run_end);
+                    i = run_end;
                 }
-                match b {
-                    b'"' if key => {
-                        events.end_key();
-                        self.state = State::Colon;
-                        return Ok(i + 1);
-                    }
+            }
+            let Some(&b) = bytes.get(i) else {
+                break;
+            };
+            escape = match escape {
+                Escape::None => match b {
                     b'"' => {
-                        events.end_string();
-                        self.value_done();
+                        if key {
+                            events.end_key();
+                            self.state = State::Colon;
+                        } else {
+                            events.end_string();
+                            self.value_done();
+                        }
                         return Ok(i + 1);
                     }
                     b'\\' => Escape::Backslash,
@@ -522,87 +504,136 @@ impl Scanner {
                             "a character of the string (control characters must be escaped)",
                         ))
                     }
-                }
-            }
-            Escape::Backslash => {
-                let unescaped = match b {
-                    b'"' => "\"",
-                    b'\\' => "\\",
-                    b'/' => "/",
-                    b'b' => "\u{8}",
-                    b'f' => "\u{c}",
-                    b'n' => "\n",
-                    b'r' => "\r",
-                    b't' => "\t",
-                    b'u' => "",
-                    _ => return Err(self.unexpected(text, i)),
-                };
-                if b == b'u' {
-                    Escape::Hex { digits: 0, unit: 0 }
-                } else {
-                    events.text(unescaped);
-                    Escape::None
-                }
-            }
-            Escape::Hex { digits, unit } => {
-                let Some(v) = hex_value(b) else {
-                    return Err(self.unexpected(text, i));
-                };
-                let unit = unit << 4 | u16::from(v);
-                if digits == 3 {
-                    events.code_unit(unit);
-                    Escape::None
-                } else {
-                    Escape::Hex {
-                        digits: digits + 1,
-                        unit,
+                },
+                Escape::Backslash => {
+                    let unescaped = match b {
+                        b'"' => "\"",
+                        b'\\' => "\\",
+                        b'/' => "/",
+                        b'b' => "\u{8}",
+                        b'f' => "\u{c}",
+                        b'n' => "\n",
+                        b'r' => "\r",
+                        b't' => "\t",
+                        b'u' => "",
+                        _ => {
+                            self.state = State::Str { key, escape };
+                            return Err(self.unexpected(text, i));
+                        }
+                    };
+                    if b == b'u' {
+                        Escape::Hex { digits: 0, unit: 0 }
+                    } else {
+                        events.text(unescaped);
+                        Escape::None
                     }
                 }
-            }
-        };
+                Escape::Hex { digits, unit } => {
+                    let Some(v) = hex_value(b) else {
+                        self.state = State::Str { key, escape };
+                        return Err(self.unexpected(text, i));
+                    };
+                    let unit = unit << 4 | u16::from(v);
+                    if digits == 3 {
+                        events.code_unit(unit);
+                        Escape::None
+                    } else {
+                        Escape::Hex {
+                            digits: digits + 1,
+                            unit,
+                        }
+                    }
+                }
+            };
+            i += 1;
+        }
         self.state = State::Str { key, escape };
-        Ok(i + 1)
+        Ok(i)
     }
 
-    /// Inside a number; returns where to continue (the same byte again when it ended the
-    /// number).
-    fn in_number<E: Events + ?Sized>(
+    /// Inside a literal: matches its letters up to its end or the fragment's.
+    fn in_literal<E: Events + ?Sized>(
         &mut self,
         text: &str,
-        i: usize,
-        num: Num,
-        num_start: usize,
+        mut i: usize,
+        literal: Literal,
+        mut matched: u8,
         events: &mut E,
     ) -> Result<usize, JsonError> {
-        let b = text.as_bytes().get(i).copied().unwrap_or(b' ');
-        let next = match (num, b) {
-            (Num::Minus, b'0') => Num::Zero,
-            (Num::Minus, b'1'..=b'9') | (Num::Int, b'0'..=b'9') => Num::Int,
-            (Num::Minus, b'I') => {
-                self.state = State::Lit {
-                    literal: Literal::NegInfinity,
-                    matched: 1,
-                };
-                return Ok(i + 1);
+        let word = literal.word();
+        while let Some(&b) = text.as_bytes().get(i) {
+            if word.get(usize::from(matched)) != Some(&b) {
+                return Err(self.unexpected(text, i));
             }
-            (Num::Zero | Num::Int, b'.') => Num::Dot,
-            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
-            (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
-            (Num::Exp, b'+' | b'-') => Num::ExpSign,
-            (Num::Exp | Num::ExpSign | Num::ExpInt, b'0'..=b'9') => Num::ExpInt,
-            (Num::Zero | Num::Int | Num::Frac | Num::ExpInt, _) => {
-                // The number ended before this byte, which is read again as whatever
-                // follows a value.
-                if let Some(piece) = text.get(num_start..i).filter(|p| !p.is_empty()) {
-                    events.number(piece);
-                }
-                events.end_number();
+            i += 1;
+            matched += 1;
+            if usize::from(matched) == word.len() {
+                events.literal(literal);
                 self.value_done();
                 return Ok(i);
             }
-            _ => return Err(self.unexpected(text, i)),
-        };
-        self.state = State::Num(next);
-        Ok(i + 1)
+            self.state = State::Lit { literal, matched };
+        }
+        Ok(i)
     }
+
+    /// Inside a number: reads on to its end or the fragment's; returns where to continue
+    /// (at the byte that ended the number, which is read again as what follows a value).
+    fn in_number<E: Events + ?Sized>(
+        &mut self,
+        text: &str,
+        mut i: usize,
+        mut num: Num,
+        num_start: usize,
+        events: &mut E,
+    ) -> Result<usize, JsonError> {
+        while let Some(&b) = text.as_bytes().get(i) {
+            num = match (num, b) {
+                (Num::Int | Num::Frac | Num::ExpInt, b'0'..=b'9') => num,
+                (Num::Minus, b'0') => Num::Zero,
+                (Num::Minus, b'1'..=b'9') => Num::Int,
+                (Num::Minus, b'I') => {
+                    self.state = State::Lit {
+                        literal: Literal::NegInfinity,
+                        matched: 1,
+                    };
+                    return Ok(i + 1);
+                }
+                (Num::Zero | Num::Int, b'.') => Num::Dot,
+                (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+                (Num::Dot, b'0'..=b'9') => Num::Frac,
+                (Num::Exp, b'+' | b'-') => Num::ExpSign,
+                (Num::Exp | Num::ExpSign, b'0'..=b'9') => Num::ExpInt,
+                (Num::Zero | Num::Int | Num::Frac | Num::ExpInt, _) => {
+                    if let Some(piece) = text.get(num_start..i).filter(|p| !p.is_empty()) {
+                        events.number(piece);
+                    }
+                    events.end_number();
+                    self.value_done();
+                    return Ok(i);
+                }
+                _ => {
+                    self.state = State::Num(num);
+                    return Err(self.unexpected(text, i));
+                }
+            };
+            i += 1;
+        }
+        self.state = State::Num(num);
+        Ok(i)
+    }
+}
+
+/// The end of the plain run of string text starting at `i`: the next quote, backslash or
+/// control character, or the end of `bytes`.
+fn string_run_end(bytes: &[u8], i: usize) -> usize {
+    let rest = bytes.get(i..).unwrap_or_default();
+    let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let run = rest.get(..stop).unwrap_or_default();
+    // Control characters are rare: check the whole run at once (vectorized), and find the
+    // first one only when there is one.
+    if run.iter().fold(u8::MAX, |low, &c| low.min(c)) < 0x20 {
+        return i + run.iter().position(|&c| c < 0x20).unwrap_or(stop);
+    }
+    i + stop
 }

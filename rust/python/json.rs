@@ -120,18 +120,66 @@ impl TextBuf {
 
     /// The waiting text as a `str`, emptying the buffer (a pending high surrogate stays).
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
-        let s = if self.lone {
-            PyBytes::new(py, &self.bytes)
-                .call_method1("decode", ("utf-8", "surrogatepass"))?
-                .cast_into::<PyString>()?
-        } else {
-            let text = std::str::from_utf8(&self.bytes)
-                .map_err(|_| internal("string buffer is not UTF-8"))?;
-            PyString::new(py, text)
-        };
+        let s = self.to_py(py)?;
         self.bytes.clear();
         self.lone = false;
         Ok(s)
+    }
+
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        if self.lone {
+            return Ok(PyBytes::new(py, &self.bytes)
+                .call_method1("decode", ("utf-8", "surrogatepass"))?
+                .cast_into::<PyString>()?);
+        }
+        // SAFETY: without a lone surrogate the buffer only ever received `&str` bytes and
+        // encoded `char`s, so it is UTF-8 (and Python checks again while decoding it).
+        let text = unsafe { std::str::from_utf8_unchecked(&self.bytes) };
+        Ok(PyString::new(py, text))
+    }
+}
+
+/// Object keys repeat (arrays of objects): the `str` made for a key is kept in a small
+/// direct-mapped cache and reused, which also makes the dict insertions cheaper.
+struct KeyCache {
+    slots: Vec<Option<CachedKey>>,
+}
+
+/// A key's text and the `str` made for it.
+type CachedKey = (Box<[u8]>, Py<PyString>);
+
+impl Default for KeyCache {
+    fn default() -> Self {
+        KeyCache {
+            slots: (0..KeyCache::SLOTS).map(|_| None).collect(),
+        }
+    }
+}
+
+impl KeyCache {
+    const SLOTS: usize = 256;
+    const LONGEST: usize = 64;
+
+    fn key<'py>(&mut self, py: Python<'py>, buf: &TextBuf) -> PyResult<Bound<'py, PyString>> {
+        if buf.lone || buf.bytes.len() > Self::LONGEST {
+            return buf.to_py(py);
+        }
+        // FNV-1a
+        let hash = buf.bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let index = usize::try_from(hash % (Self::SLOTS as u64)).unwrap_or(0);
+        let Some(slot) = self.slots.get_mut(index) else {
+            return buf.to_py(py);
+        };
+        if let Some((bytes, key)) = slot {
+            if **bytes == *buf.bytes {
+                return Ok(key.bind(py).clone());
+            }
+        }
+        let key = buf.to_py(py)?;
+        *slot = Some((buf.bytes.clone().into_boxed_slice(), key.clone().unbind()));
+        Ok(key)
     }
 }
 
@@ -172,6 +220,7 @@ struct Tree {
     frames: Vec<Frame>,
     in_key: bool,
     key: TextBuf,
+    keys: KeyCache,
     string: TextBuf,
     open: Option<OpenString>,
     number: String,
@@ -589,7 +638,8 @@ impl Events for Build<'_, '_> {
         self.run(|b| {
             b.tree.in_key = false;
             b.tree.key.settle();
-            let key = b.tree.key.take(b.py)?.unbind();
+            let key = b.tree.keys.key(b.py, &b.tree.key)?.unbind();
+            b.tree.key.clear();
             b.top()?.key = Some(key);
             Ok(())
         });

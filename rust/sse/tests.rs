@@ -579,7 +579,7 @@ fn fuzz_sse_split_time_boxed() {
         .unwrap_or(60);
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut runner = TestRunner::new(Config {
-        cases: 2000,
+        cases: 256,
         failure_persistence: None,
         ..Config::default()
     });
@@ -603,5 +603,5 @@ fn fuzz_sse_split_time_boxed() {
         }
         rounds += 1;
     }
-    eprintln!("fuzz_sse_split_time_boxed: {} cases", rounds * 2000);
+    eprintln!("fuzz_sse_split_time_boxed: {} cases", rounds * 256);
 }

@@ -48,19 +48,33 @@ def decode_body(body: str) -> str | None:
     return text if text.__class__ is str and text else None
 
 
+#: How the end of a payload may vary: not at all; a padding value; spaces before the last
+#: brace (Anthropic pads its JSON so).
+EXACT, PADDED_VALUE, PADDED_END = 0, 1, 2
+
+
 class ChunkTemplate:
     """One learned chunk shape and where its events go (``state``, ``block``)."""
 
-    __slots__ = ("block", "padding_end", "prefix", "rest", "start", "state")
+    __slots__ = ("block", "mode", "padding_end", "prefix", "rest", "start", "state")
 
     def __init__(
-        self, prefix: str, rest: str, padding_end: str | None, state: Any, block: int
+        self,
+        prefix: str,
+        rest: str,
+        *,
+        mode: int = EXACT,
+        padding_end: str = "",
+        state: Any = None,
+        block: int = -1,
     ) -> None:
         self.prefix = prefix
         self.start = len(prefix)
-        #: What follows the string body; with padding, up to and including the opening quote
-        #: of the padding value, and ``padding_end`` what follows that value.
+        #: What follows the string body. ``PADDED_VALUE``: up to and including the opening quote
+        #: of the padding value, ``padding_end`` being what follows that value; ``PADDED_END``:
+        #: up to the spaces before the last brace.
         self.rest = rest
+        self.mode = mode
         self.padding_end = padding_end
         #: The provider's target for the text: its choice state and block (-1: the open text
         #: block).
@@ -76,8 +90,8 @@ class ChunkTemplate:
         key: str,
         text: str,
         expected: Callable[[str], dict[str, Any]],
-        state: Any,
-        block: int,
+        state: Any = None,
+        block: int = -1,
     ) -> ChunkTemplate | None:
         """The template of ``data``, parsed into ``chunk``, whose varying value is the string
         ``text`` under ``key``; ``expected(probe)`` is ``chunk`` with that value replaced."""
@@ -90,7 +104,8 @@ class ChunkTemplate:
                 continue
             start = at + len(marker) - len(text) - 1
             prefix, rest = data[:start], data[start + len(text) :]
-            if not _parses_to(prefix + "probe" + rest, expected("probe")):
+            want = expected("probe")
+            if not _parses_to(prefix + "probe" + rest, want):
                 return None
             for padding in PADDING_KEYS:
                 value = chunk.get(padding)
@@ -98,10 +113,22 @@ class ChunkTemplate:
                 if value.__class__ is str and rest.count(opening) == 1:
                     cut = rest.index(opening) + len(opening) - len(value) - 1
                     head, tail = rest[:cut], rest[cut + len(value) :]
-                    want = {**expected("probe"), padding: "Zz9"}
-                    if _parses_to(prefix + "probe" + head + "Zz9" + tail, want):
-                        return cls(prefix, head, tail, state, block)
-            return cls(prefix, rest, None, state, block)
+                    padded = {**want, padding: "Zz9"}
+                    if _parses_to(prefix + "probe" + head + "Zz9" + tail, padded):
+                        return cls(
+                            prefix,
+                            head,
+                            mode=PADDED_VALUE,
+                            padding_end=tail,
+                            state=state,
+                            block=block,
+                        )
+            core = rest[:-1].rstrip(" ")
+            if rest.endswith(" }") and all(
+                _parses_to(prefix + "probe" + core + spaces, want) for spaces in ("}", "   }")
+            ):
+                return cls(prefix, core, mode=PADDED_END, state=state, block=block)
+            return cls(prefix, rest, state=state, block=block)
         return None
 
     def text(self, data: str) -> str | None:
@@ -109,22 +136,29 @@ class ChunkTemplate:
         if not data.startswith(self.prefix):
             return None
         rest = self.rest
-        padding_end = self.padding_end
-        if padding_end is None:
+        if self.mode == EXACT:
             if not data.endswith(rest):
                 return None
-            return decode_body(data[self.start : len(data) - len(rest)])
-        # ``rest`` begins with the closing quote followed by a structural character, which an
-        # escaped quote inside a valid body can never be followed by.
+            body = data[self.start : len(data) - len(rest)]
+            # The common case inline: a body with no escape, no quote, no control character.
+            if body and "\\" not in body and '"' not in body and body.isprintable():
+                return body
+            return decode_body(body)
+        # The body ends at the first ``rest``. Should that lie inside the real body (after an
+        # escaped quote), the body cut there ends with an odd run of backslashes and is not a
+        # valid body: ``decode_body`` rejects it and the payload is parsed.
         end = data.find(rest, self.start)
         if end < 0:
             return None
-        value_start = end + len(rest)
-        value_end = data.find('"', value_start)
-        if value_end < 0 or data[value_end:] != padding_end:
-            return None
-        value = data[value_start:value_end]
-        if value and not value.isalnum():
+        after = end + len(rest)
+        if self.mode == PADDED_VALUE:
+            value_end = data.find('"', after)
+            if value_end < 0 or data[value_end:] != self.padding_end:
+                return None
+            value = data[after:value_end]
+            if value and not value.isalnum():
+                return None
+        elif data[-1:] != "}" or data.count(" ", after) != len(data) - after - 1:
             return None
         return decode_body(data[self.start : end])
 

@@ -63,6 +63,8 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
+from ._chunk_template import ChunkTemplate
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["BLOCK_KINDS", "STOP_REASONS", "Anthropic", "usage_from_anthropic"]
@@ -159,6 +161,8 @@ class Anthropic(Provider):
         self._whole: set[int] = set()
         self._closed: set[int] = set()
         self._usage: dict[str, Any] = {}
+        self._template: ChunkTemplate | None = None
+        self._learns = 0
         self._stop: dict[str, Any] = {}
         self._on: dict[str, _Handler] = {
             "message_start": self._message_start,
@@ -175,6 +179,15 @@ class Anthropic(Provider):
 
     def handle(self, frame: Any, out: list[Event]) -> None:
         event = frame.event
+        template = self._template
+        if template is not None and event == "content_block_delta":
+            # A fragment read without a JSON parse (see ``_chunk_template``).
+            text = template.text(frame.data)
+            if text is not None:
+                kind = self._open.get(template.block)
+                if kind is not None and not self.terminal_seen:
+                    out.append(text_delta(template.block, kind, text, 0, frame))
+                    return
         try:
             payload = frame.json()
         except ProtocolError as exc:
@@ -185,15 +198,19 @@ class Anthropic(Provider):
             raise self.protocol_error("data is not a JSON object", event=event, raw=frame)
         if event == "message":
             event = payload.get("type")
-        # The hot path: a text fragment for an open block.
+        # The hot path: a text, thinking or input fragment for an open block.
         if event == "content_block_delta":
-            delta = payload.get("delta")
-            if delta.__class__ is dict and delta.get("type") == "text_delta":
+            delta: Any = payload.get("delta")
+            delta_type: Any = delta.get("type") if delta.__class__ is dict else None
+            field = TEXT_DELTAS.get(delta_type)
+            if field is not None:
                 index: Any = payload.get("index")
                 kind = self._open.get(index)
-                text = delta.get("text")
-                if kind is not None and text.__class__ is str and not self.terminal_seen:
-                    out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
+                text = delta.get(field)
+                if kind is not None and text and text.__class__ is str and not self.terminal_seen:
+                    out.append(text_delta(index, kind, text, 0, frame))
+                    if self._learns < 256 and len(payload) == 3 and len(delta) == 2:
+                        self._learn(frame, payload, field, text, index)
                     return
         handler = self._on.get(event)
         if handler is None:
@@ -208,6 +225,21 @@ class Anthropic(Provider):
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event, raw=frame
             ) from None
+
+    def _learn(
+        self, frame: Any, payload: dict[str, Any], field: str, text: str, index: int
+    ) -> None:
+        self._learns += 1
+        delta = payload["delta"]
+
+        def expected(probe: str) -> dict[str, Any]:
+            return {**payload, "delta": {**delta, field: probe}}
+
+        template = ChunkTemplate.learn(
+            frame.data, payload, key=field, text=text, expected=expected, block=index
+        )
+        if template is not None:
+            self._template = template
 
     # -- message -----------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["FINISH_REASONS", "Gemini", "usage_from_gemini"]
@@ -344,9 +345,7 @@ class Gemini(Provider):
             self._end_call(state, frame, out)
         if state.prose_kind != kind:
             self._open_prose(state, kind, frame, out)
-        out.append(
-            BlockDelta(index=state.prose, kind=kind, text=text, choice=state.index, raw=frame)
-        )
+        out.append(text_delta(state.prose, kind, text, state.index, frame))
 
     def _function_call(
         self,

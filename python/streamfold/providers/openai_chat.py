@@ -209,11 +209,17 @@ class OpenAIChat(Provider):
                 elif not current.ended:
                     out.append(text_delta(block, "tool_call", text, current.index, frame))
                     return
+        if frame.data.startswith("[DONE]"):  # ordinary data, never parsed
+            self._done_marker(frame, out)
+            return
         try:
             chunk = frame.json()
         except ProtocolError as exc:
-            self._not_json(frame, exc, out)
-            return
+            if not frame.data.strip():
+                return  # an empty data line: a keep-alive, not a chunk
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
+            ) from None
         if self._done:
             self.violation("data after [DONE]", out, event=frame.event, raw=frame)
         if chunk.__class__ is not dict:
@@ -341,19 +347,12 @@ class OpenAIChat(Provider):
         if template is not None:
             self._template = template
 
-    def _not_json(self, frame: Any, exc: ProtocolError, out: list[Event]) -> None:
-        data = frame.data
-        if data.startswith("[DONE]"):
-            self._template = None
-            if self._done:
-                self.violation("second [DONE]", out, event=frame.event, raw=frame)
-            self._done = True
-            return
-        if not data.strip():
-            return  # an empty data line: a keep-alive, not a chunk
-        raise self.protocol_error(
-            f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
-        ) from None
+    def _done_marker(self, frame: Any, out: list[Event]) -> None:
+        """``[DONE]``: the end of the data; what comes after it breaks the order."""
+        self._template = None
+        if self._done:
+            self.violation("second [DONE]", out, event=frame.event, raw=frame)
+        self._done = True
 
     # -- message, blocks ---------------------------------------------------------------------
 
@@ -380,6 +379,10 @@ class OpenAIChat(Provider):
         block = self._next_block
         self._next_block = block + 1
         self._produced = True
+        template = self._template
+        if False:
+            # A new call may take over the ``tool_calls[].index`` the template points at.
+            self._template = None
         out.append(BlockStart(index=block, kind=kind, choice=state.index, raw=frame, **fields))
         return block
 

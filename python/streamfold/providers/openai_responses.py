@@ -61,6 +61,7 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
@@ -447,7 +448,9 @@ class OpenAIResponses(Provider):
             return
         logprobs = p.get("logprobs")
         out.append(
-            BlockDelta(index=block, kind=kind_now, text=text, raw=frame, logprobs=logprobs or None)
+            BlockDelta(index=block, kind=kind_now, text=text, raw=frame, logprobs=logprobs)
+            if logprobs
+            else text_delta(block, kind_now, text, 0, frame)
         )
 
     def _annotation(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:

@@ -1,0 +1,168 @@
+"""The unparsed reading of common chunks (``providers/_chunk_template.py``) never changes a
+result: every stream gives the same events, or the same error, with templates as without."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from streamfold.pipeline import Pipeline
+from streamfold.providers._chunk_template import ChunkTemplate, decode_body
+from streamfold.providers.anthropic import Anthropic
+from streamfold.providers.base import Provider
+from streamfold.providers.openai_chat import Mistral, OpenAIChat
+
+from .helpers import Run
+
+
+def _run(stream: bytes, provider: Provider) -> Run:
+    pipeline = Pipeline(provider)
+    events = pipeline.feed(stream)
+    if pipeline.pending is None:
+        events += pipeline.close()
+    error = pipeline.pending
+    return Run(events, error)
+
+
+def both(stream: bytes, make: type[Provider]) -> tuple[Run, Run]:
+    """The stream read with templates, and read with every payload parsed."""
+    fast = make()
+    slow = make()
+    # Learning stops once these counters reach their caps: the slow run never learns.
+    slow._misses = 10**9  # type: ignore[attr-defined]
+    slow._learns = 10**9  # type: ignore[attr-defined]
+    return _run(stream, fast), _run(stream, slow)
+
+
+def assert_same(fast: Run, slow: Run) -> None:
+    assert fast.events == slow.events
+    assert repr(fast.error) == repr(slow.error)
+
+
+#: Characters that make JSON string bodies valid, escaped, broken or structural.
+BODY = st.text(alphabet='ab é😀"\\,}]:{nu0/\t\n\x01', min_size=0, max_size=10)
+
+
+def test_decode_body() -> None:
+    assert decode_body("plain text é") == "plain text é"
+    assert decode_body('say \\"hi\\"\\n') == 'say "hi"\n'
+    assert decode_body("") is None
+    assert decode_body('a"b') is None  # an unescaped quote ends the string
+    assert decode_body("tab\there") is None  # raw control characters are not JSON
+    assert decode_body("odd\\") is None  # escapes the closing quote
+    assert decode_body("\\u00e9") is None  # left to the parser
+
+
+def _openai(body: str, *, padding: str | None = None, key: str = "content") -> str:
+    """A Chat Completions payload whose varying string body is ``body``, inserted raw."""
+    delta = (
+        '{"content":"@"}'
+        if key == "content"
+        else '{"tool_calls":[{"index":0,"function":{"arguments":"@"}}]}'
+    )
+    tail = "" if padding is None else f',"obfuscation":"{padding}"'
+    payload = (
+        '{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+        f'"delta":{delta},"logprobs":null,"finish_reason":null}}]{tail}}}'
+    )
+    return payload.replace("@", body)
+
+
+def _frames(*payloads: str) -> bytes:
+    return "".join(f"data: {p}\n\n" for p in payloads).encode()
+
+
+START = '{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}'
+CALL = (
+    '{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+    '"function":{"name":"f","arguments":""}}]}}]}'
+)
+
+
+@given(st.lists(BODY, min_size=1, max_size=12), st.sampled_from([None, "Ab9", ""]))
+def test_openai_text_bodies_read_alike(bodies: list[str], padding: str | None) -> None:
+    payloads = [_openai(b, padding=padding) for b in ["learn", "again", *bodies]]
+    fast, slow = both(_frames(START, *payloads, "[DONE]"), OpenAIChat)
+    assert_same(fast, slow)
+
+
+@given(st.lists(BODY, min_size=1, max_size=12))
+def test_openai_argument_bodies_read_alike(bodies: list[str]) -> None:
+    payloads = [_openai(b, key="arguments") for b in ["learn", "again", *bodies]]
+    fast, slow = both(_frames(START, CALL, *payloads, "[DONE]"), OpenAIChat)
+    assert_same(fast, slow)
+
+
+@given(st.lists(st.text(alphabet='aZ9_-"\\ }', max_size=5), min_size=1, max_size=8))
+def test_padding_values_read_alike(paddings: list[str]) -> None:
+    payloads = [_openai("word", padding=p) for p in ["Ab1", "Cd2", *paddings]]
+    fast, slow = both(_frames(START, *payloads), OpenAIChat)
+    assert_same(fast, slow)
+
+
+@given(st.lists(st.tuples(BODY, st.text(" \t", max_size=4)), min_size=1, max_size=12))
+def test_anthropic_bodies_and_padding_read_alike(items: list[tuple[str, str]]) -> None:
+    start = (
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c",'
+        '"role":"assistant","usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+        "event: content_block_start\n"
+        'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+        "\n\n"
+    )
+    deltas = "".join(
+        "event: content_block_delta\n"
+        'data: {"type":"content_block_delta","index":0,'
+        f'"delta":{{"type":"text_delta","text":"{body}"}}{spaces}}}\n\n'
+        for body, spaces in [("learn", "   "), ("again", " "), *items]
+    )
+    fast, slow = both((start + deltas).encode(), Anthropic)
+    assert_same(fast, slow)
+
+
+def test_templates_are_used() -> None:
+    stream = _frames(START, *(_openai(f"w{i}") for i in range(4)))
+    provider = OpenAIChat()
+    _run(stream, provider)
+    template = provider._template
+    assert isinstance(template, ChunkTemplate)
+    assert template.text(_openai("new words")) == "new words"
+    assert template.text(_openai('a","x":"b')) is None  # structure, not text: parsed instead
+
+
+def test_mistral_padding_is_learned() -> None:
+    chunk = {"id": "m", "choices": [{"index": 0, "delta": {"content": "@"}}], "p": "abc"}
+    payloads = [json.dumps(chunk, separators=(",", ":")).replace("@", w) for w in "xyz"]
+    provider = Mistral()
+    _run(_frames(START, *payloads), provider)
+    template = provider._template
+    assert template is not None
+    other: dict[str, Any] = {**chunk, "p": "abcdefgh"}
+    assert template.text(json.dumps(other, separators=(",", ":")).replace("@", "ok")) == "ok"
+
+
+@pytest.mark.parametrize("make", [OpenAIChat, Mistral])
+def test_a_template_never_outlives_a_finished_choice(make: type[Provider]) -> None:
+    payloads = [_openai(w) for w in ("a", "b", "c")]
+    finish = '{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+    fast, slow = both(_frames(START, *payloads, finish, _openai("late")), make)
+    assert_same(fast, slow)
+    assert len(fast.warnings) == 1
+    assert fast.error is None
+    assert "late" not in "".join(e.text for e in fast.of(sf.BlockDelta))
+
+
+def test_a_new_call_on_the_same_index_takes_the_fragments() -> None:
+    second = CALL.replace("call_1", "call_2").replace('"name":"f"', '"name":"g"')
+    payloads = [_openai(b, key="arguments") for b in ("a", "b", "c")]
+    stream = _frames(START, CALL, *payloads, second, *payloads, "[DONE]")
+    fast, slow = both(stream, OpenAIChat)
+    assert_same(fast, slow)
+    texts: dict[int, str] = {}
+    for event in fast.of(sf.BlockDelta):
+        texts[event.index] = texts.get(event.index, "") + event.text
+    assert list(texts.values()) == ["abc", "abc"]
