@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,39 +33,61 @@ def _at_least(issue: str, goal: str, pairs: list[tuple[str, float | None]], need
     if missing:
         text += "; not measured: " + ", ".join(missing)
     ok = all(r >= need for _l, r in got)
-    return Verdict(issue, goal, text, "met" if ok and not missing else
-                   ("not met" if not ok else "not measured"))
+    return Verdict(
+        issue,
+        goal,
+        text,
+        "met" if ok and not missing else ("not met" if not ok else "not measured"),
+    )
 
 
 def _big(tables: Tables, mode: str, size: int) -> dict[str, Any] | None:
     rows = tables.records.get(f"big-event | {mode}", [])
-    return next((r for r in rows if r["impl"] == "streamfold" and r["size"] == size
-                 and "seconds" in r), None)
+    return next(
+        (r for r in rows if r["impl"] == "streamfold" and r["size"] == size and "seconds" in r),
+        None,
+    )
 
 
 def evaluate(tables: Tables, ceiling: list[dict[str, Any]]) -> list[Verdict]:
     v: list[Verdict] = []
     for reads, need in (("16KiB", 5.0), ("1-64B", 4.0)):
-        v.append(_at_least(
-            "2",
-            f"framer ≥ {need:g}× the minimal framer at {reads} reads",
-            [(p, _ratio(tables, f"framing | {p} stream | {reads} reads", "minimal"))
-             for p in ("openai", "anthropic")],
-            need,
-        ))
+        v.append(
+            _at_least(
+                "2",
+                f"framer ≥ {need:g}x the minimal framer at {reads} reads",
+                [
+                    (p, _ratio(tables, f"framing | {p} stream | {reads} reads", "minimal"))
+                    for p in ("openai", "anthropic")
+                ],
+                need,
+            )
+        )
     r4, r1 = _big(tables, "4 KiB reads", 16 * MiB), _big(tables, "fed at once", 16 * MiB)
     if r4 and r1:
         ratio = r4["seconds"] / r1["seconds"]
-        v.append(Verdict("2", "16 MiB event in 4 KiB reads ≤ 1.5× the time fed at once",
-                         f"{ratio:.2f}× ({r4['seconds'] * 1e3:.0f} ms vs "
-                         f"{r1['seconds'] * 1e3:.0f} ms)", "met" if ratio <= 1.5 else "not met"))
+        v.append(
+            Verdict(
+                "2",
+                "16 MiB event in 4 KiB reads ≤ 1.5x the time fed at once",
+                f"{ratio:.2f}x ({r4['seconds'] * 1e3:.0f} ms vs {r1['seconds'] * 1e3:.0f} ms)",
+                "met" if ratio <= 1.5 else "not met",
+            )
+        )
         beyond = max((r["peak_bytes"] - r["retained_bytes"]) / r["size"] for r in (r4, r1))
-        v.append(Verdict("2", "16 MiB event: peak memory beyond the event < 2× its size",
-                         f"{beyond:.2f}× (worst of the two read patterns)",
-                         "met" if beyond < 2 else "not met"))
+        v.append(
+            Verdict(
+                "2",
+                "16 MiB event: peak memory beyond the event < 2x its size",
+                f"{beyond:.2f}x (worst of the two read patterns)",
+                "met" if beyond < 2 else "not met",
+            )
+        )
     else:
-        for goal in ("16 MiB event in 4 KiB reads ≤ 1.5× the time fed at once",
-                     "16 MiB event: peak memory beyond the event < 2× its size"):
+        for goal in (
+            "16 MiB event in 4 KiB reads ≤ 1.5x the time fed at once",
+            "16 MiB event: peak memory beyond the event < 2x its size",
+        ):
             v.append(Verdict("2", goal, "not measured", "not measured"))
 
     # issue 3
@@ -77,74 +100,178 @@ def evaluate(tables: Tables, ceiling: list[dict[str, Any]]) -> list[Verdict]:
     if len(sizes) >= 2:
         steps = []
         worst = 0.0
-        for (b1, t1), (b2, t2) in zip(sizes, sizes[1:], strict=False):
+        for (b1, t1), (b2, t2) in itertools.pairwise(sizes):
             # time growth for a 10x longer text, normalised to exactly 10x
             growth = (t2 / t1) * (10 * b1 / b2)
             worst = max(worst, growth)
-            steps.append(f"{b1 // 1000}→{b2 // 1000} KB: {growth:.1f}×")
-        v.append(Verdict("3", "partial JSON linear: 10× the length ≤ 12× the time",
-                         "; ".join(steps), "met" if worst <= 12 else "not met"))
+            steps.append(f"{b1 // 1000}→{b2 // 1000} KB: {growth:.1f}x")
+        v.append(
+            Verdict(
+                "3",
+                "partial JSON linear: 10x the length ≤ 12x the time",
+                "; ".join(steps),
+                "met" if worst <= 12 else "not met",
+            )
+        )
     else:
-        v.append(Verdict("3", "partial JSON linear: 10× the length ≤ 12× the time",
-                         "not measured", "not measured"))
-    v.append(_at_least("3", "partial JSON ≥ 50× the jiter re-parse at 100 KB",
-                       [("100 KB", _ratio(tables, "partial-json | 100 KB in 1-8 char fragments",
-                                          "jiter re-parse"))], 50.0))
-    v.append(_at_least("3", "value() of a finished 1 MB document no slower than json.loads",
-                       [("1 MB", _ratio(tables, "json-value | finished 1 MB document",
-                                        "json.loads"))], 1.0))
+        v.append(
+            Verdict(
+                "3",
+                "partial JSON linear: 10x the length ≤ 12x the time",
+                "not measured",
+                "not measured",
+            )
+        )
+    v.append(
+        _at_least(
+            "3",
+            "partial JSON ≥ 50x the jiter re-parse at 100 KB",
+            [
+                (
+                    "100 KB",
+                    _ratio(tables, "partial-json | 100 KB in 1-8 char fragments", "jiter re-parse"),
+                )
+            ],
+            50.0,
+        )
+    )
+    v.append(
+        _at_least(
+            "3",
+            "value() of a finished 1 MB document no slower than json.loads",
+            [("1 MB", _ratio(tables, "json-value | finished 1 MB document", "json.loads"))],
+            1.0,
+        )
+    )
 
     # issue 4
-    v.append(_at_least("4", "events() on the OpenAI-style stream ≥ 2× minimal framer + orjson",
-                       [("openai", _ratio(tables, "events | openai stream | 16KiB reads",
-                                          "minimal+orjson"))], 2.0))
+    v.append(
+        _at_least(
+            "4",
+            "events() on the OpenAI-style stream ≥ 2x minimal framer + orjson",
+            [("openai", _ratio(tables, "events | openai stream | 16KiB reads", "minimal+orjson"))],
+            2.0,
+        )
+    )
 
     # issue 5
-    v.append(_at_least("5", "fold ≥ 2× the minimal fold",
-                       [(p, _ratio(tables, f"fold | {p} stream | 16KiB reads", "minimal fold"))
-                        for p in ("openai", "anthropic")], 2.0))
-    v.append(_at_least("5", "fold ≥ 100× the OpenAI SDK's ChatCompletionStreamState",
-                       [("openai", _ratio(tables, "fold | openai stream | 16KiB reads",
-                                          "openai ChatCompletionStreamState"))], 100.0))
-    v.append(_at_least("5", "fold ≥ 30× the Anthropic SDK's accumulate_event",
-                       [("anthropic", _ratio(tables, "fold | anthropic stream | 16KiB reads",
-                                             "anthropic accumulate_event"))], 30.0))
+    v.append(
+        _at_least(
+            "5",
+            "fold ≥ 2x the minimal fold",
+            [
+                (p, _ratio(tables, f"fold | {p} stream | 16KiB reads", "minimal fold"))
+                for p in ("openai", "anthropic")
+            ],
+            2.0,
+        )
+    )
+    v.append(
+        _at_least(
+            "5",
+            "fold ≥ 100x the OpenAI SDK's ChatCompletionStreamState",
+            [
+                (
+                    "openai",
+                    _ratio(
+                        tables,
+                        "fold | openai stream | 16KiB reads",
+                        "openai ChatCompletionStreamState",
+                    ),
+                )
+            ],
+            100.0,
+        )
+    )
+    v.append(
+        _at_least(
+            "5",
+            "fold ≥ 30x the Anthropic SDK's accumulate_event",
+            [
+                (
+                    "anthropic",
+                    _ratio(
+                        tables,
+                        "fold | anthropic stream | 16KiB reads",
+                        "anthropic accumulate_event",
+                    ),
+                )
+            ],
+            30.0,
+        )
+    )
 
     # issue 6
-    load = next((rows for g, rows in tables.records.items()
-                 if g.startswith("load | ") and "memory kept" not in g), [])
+    load = next(
+        (
+            rows
+            for g, rows in tables.records.items()
+            if g.startswith("load | ") and "memory kept" not in g
+        ),
+        [],
+    )
     runs = [r for r in load if "seconds" in r]
     if runs:
         exact = all(r["exact_streams"] == r["streams"] for r in runs)
-        v.append(Verdict("6", "no event lost or duplicated under load",
-                         f"{sum(r['exact_streams'] for r in runs):,} of "
-                         f"{sum(r['streams'] for r in runs):,} streams exact over {len(runs)} runs",
-                         "met" if exact else "not met"))
+        v.append(
+            Verdict(
+                "6",
+                "no event lost or duplicated under load",
+                f"{sum(r['exact_streams'] for r in runs):,} of "
+                f"{sum(r['streams'] for r in runs):,} streams exact over {len(runs)} runs",
+                "met" if exact else "not met",
+            )
+        )
         cpu: dict[str, list[float]] = {}
         for r in runs:
             cpu.setdefault(r["impl"], []).append(r["cpu_seconds"] / r["events"])
         if "streamfold" in cpu and "httpx-sse" in cpu:
             sf_cpu, peer = sorted(cpu["streamfold"]), sorted(cpu["httpx-sse"])
             a, b = sf_cpu[len(sf_cpu) // 2], peer[len(peer) // 2]
-            v.append(Verdict("6", "less client CPU per event than httpx-sse + json.loads + fold",
-                             f"{a * 1e6:.1f} µs vs {b * 1e6:.1f} µs ({b / a:.2f}×)",
-                             "met" if a < b else "not met"))
+            v.append(
+                Verdict(
+                    "6",
+                    "less client CPU per event than httpx-sse + json.loads + fold",
+                    f"{a * 1e6:.1f} µs vs {b * 1e6:.1f} µs ({b / a:.2f}x)",
+                    "met" if a < b else "not met",
+                )
+            )
         else:
-            v.append(Verdict("6", "less client CPU per event than httpx-sse + json.loads + fold",
-                             "not measured", "not measured"))
+            v.append(
+                Verdict(
+                    "6",
+                    "less client CPU per event than httpx-sse + json.loads + fold",
+                    "not measured",
+                    "not measured",
+                )
+            )
     else:
-        v.append(Verdict("6", "no event lost or duplicated under load", "not measured",
-                         "not measured"))
+        v.append(
+            Verdict("6", "no event lost or duplicated under load", "not measured", "not measured")
+        )
     state = tables.records.get("load | memory kept per open stream (no transport)", [])
-    sf_state = next((r for r in state if r["impl"] == "streamfold" and "bytes_per_stream" in r),
-                    None)
+    sf_state = next(
+        (r for r in state if r["impl"] == "streamfold" and "bytes_per_stream" in r), None
+    )
     if sf_state:
         per = sf_state["bytes_per_stream"]
-        v.append(Verdict("6", "under 16 KiB of streamfold state per open stream",
-                         f"{per / 1024:.1f} KiB", "met" if per < 16 * 1024 else "not met"))
+        v.append(
+            Verdict(
+                "6",
+                "under 16 KiB of streamfold state per open stream",
+                f"{per / 1024:.1f} KiB",
+                "met" if per < 16 * 1024 else "not met",
+            )
+        )
     else:
-        v.append(Verdict("6", "under 16 KiB of streamfold state per open stream",
-                         "not measured", "not measured"))
+        v.append(
+            Verdict(
+                "6",
+                "under 16 KiB of streamfold state per open stream",
+                "not measured",
+                "not measured",
+            )
+        )
 
     # issue 8: every curve linear
     v.append(_linear(tables))
@@ -152,7 +279,7 @@ def evaluate(tables: Tables, ceiling: list[dict[str, Any]]) -> list[Verdict]:
 
 
 def _linear(tables: Tables) -> Verdict:
-    goal = "every scale curve linear (cost per unit at the largest size ≤ 1.3× the next smaller)"
+    goal = "every scale curve linear (cost per unit at the largest size ≤ 1.3x the next smaller)"
     notes = []
     ok = True
     per_impl: dict[str, list[tuple[int, float]]] = {}
@@ -165,15 +292,18 @@ def _linear(tables: Tables) -> Verdict:
         if len(pts) >= 2:
             g = pts[-1][1] / pts[-2][1]
             ok &= g <= 1.3
-            notes.append(f"{impl} {pts[-2][0] // 1000}k→{pts[-1][0] // 1000}k events: {g:.2f}×")
-    rows = [r for r in tables.records.get("big-event | 4 KiB reads", [])
-            if r["impl"] == "streamfold" and "seconds" in r]
+            notes.append(f"{impl} {pts[-2][0] // 1000}k→{pts[-1][0] // 1000}k events: {g:.2f}x")
+    rows = [
+        r
+        for r in tables.records.get("big-event | 4 KiB reads", [])
+        if r["impl"] == "streamfold" and "seconds" in r
+    ]
     rows.sort(key=lambda r: r["size"])
     if len(rows) >= 2:
         a, b = rows[-2], rows[-1]
         g = (b["seconds"] / b["size"]) / (a["seconds"] / a["size"])
         ok &= g <= 1.3
-        notes.append(f"one event {a['size'] // MiB}→{b['size'] // MiB} MiB: {g:.2f}× per byte")
+        notes.append(f"one event {a['size'] // MiB}→{b['size'] // MiB} MiB: {g:.2f}x per byte")
     if not notes:
         return Verdict("8", goal, "not measured", "not measured")
     return Verdict("8", goal, "; ".join(notes), "met" if ok else "not met")

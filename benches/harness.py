@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from peers import Impl
 
 QUICK = os.environ.get("SF_BENCH_QUICK") == "1"

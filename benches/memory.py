@@ -27,9 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import minimal  # noqa: E402
-import peers  # noqa: E402
-import workloads  # noqa: E402
+import minimal
+import peers
+import workloads
 
 
 def _status(field: str) -> int:
@@ -81,7 +81,7 @@ def _big_impls(size: int) -> dict[str, Callable[[Iterable[bytes]], list[Any]]]:
         "httpx-sse": lambda chunks: list(peers._httpx_sse_iter(chunks)),
         "openai-sdk": lambda chunks: _sdk_events("openai", chunks),
         "anthropic-sdk": lambda chunks: _sdk_events("anthropic", chunks),
-        "sseclient-py": lambda chunks: _sseclient_events(chunks),
+        "sseclient-py": _sseclient_events,
     }
 
 
@@ -168,8 +168,12 @@ def stream(impl: str, total: int) -> dict[str, Any]:
     # The reads are made on the fly: the input never exists whole, so the peak is the
     # implementation's (plus one 16 KiB read).
     result, peak, seconds = _peak_after(lambda: fn(workloads.repeated_stream(total)))
-    return {"seconds": seconds, "peak_bytes": peak, "stream_bytes": total, "result_type":
-            type(result).__name__}
+    return {
+        "seconds": seconds,
+        "peak_bytes": peak,
+        "stream_bytes": total,
+        "result_type": type(result).__name__,
+    }
 
 
 def main(argv: list[str]) -> None:

@@ -9,6 +9,7 @@ result, and its result is checked against the workload before anything is timed.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -519,16 +520,22 @@ def clients(provider: str) -> list[Folder]:
     if provider == "openai":
         rows.append(
             Folder(
-                Impl("openai client.chat.completions.stream()", openai_client_stream,
-                     _module("openai")),
+                Impl(
+                    "openai client.chat.completions.stream()",
+                    openai_client_stream,
+                    _module("openai"),
+                ),
                 check_openai_completion,
             )
         )
     else:
         rows.append(
             Folder(
-                Impl("anthropic client.messages.stream()", anthropic_client_stream,
-                     _module("anthropic")),
+                Impl(
+                    "anthropic client.messages.stream()",
+                    anthropic_client_stream,
+                    _module("anthropic"),
+                ),
                 check_anthropic_message,
             )
         )
@@ -576,10 +583,8 @@ def json_attempts(frags: list[str]) -> Any:
     value = None
     for f in frags:
         buf += f
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(buf)
-        except ValueError:
-            pass
     return value
 
 

@@ -102,7 +102,7 @@ _SIDE_ONLY = ("big-event", "stream-memory", "load")
 
 
 def _is_timed_area(group: str) -> bool:
-    return group.split(" | ")[0] not in _SIDE_ONLY
+    return group.split(" | ", maxsplit=1)[0] not in _SIDE_ONLY
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,10 +142,10 @@ def fmt_ratio(r: float | None) -> str:
     if r is None:
         return "—"
     if r >= 100:
-        return f"{r:,.0f}×"
+        return f"{r:,.0f}x"
     if r >= 10:
-        return f"{r:.1f}×"
-    return f"{r:.2f}×"
+        return f"{r:.1f}x"
+    return f"{r:.2f}x"
 
 
 def _md_table(header: list[str], rows: Iterable[list[str]]) -> str:
@@ -169,6 +169,8 @@ def timed_table(table: Table, *, unit: str = "events") -> str:
         mbps = f"{nbytes / cell.median / 1e6:,.1f}" if nbytes else "—"
         if cell.primary:
             speed = "(baseline)"
+        elif cell.impl.startswith("streamfold") and cell.ratio is not None:
+            speed = f"(takes {cell.ratio:.2f}x the baseline's time)"
         else:
             speed = fmt_ratio(cell.ratio)
         rows.append([name, fmt_time(cell.median), fmt_rate(rate), mbps, speed])
@@ -325,12 +327,15 @@ def _section_big(tables: Tables) -> str:
         if r is None:
             return "—"
         if "skipped" in r:
-            return "not run" if "predicted" not in r.get("skipped", "") else "not run (predicted " \
-                + f"{r.get('predicted_seconds', 0):,.0f} s)"
+            return (
+                "not run"
+                if "predicted" not in r.get("skipped", "")
+                else "not run (predicted " + f"{r.get('predicted_seconds', 0):,.0f} s)"
+            )
         if "timeout" in r:
             return f"> {r['timeout']:.0f} s (stopped)"
         beyond = (r["peak_bytes"] - r["retained_bytes"]) / r["size"]
-        return f"{fmt_time(r['seconds'])}, peak {fmt_bytes(r['peak_bytes'])} ({beyond:+.1f}×)"
+        return f"{fmt_time(r['seconds'])}, peak {fmt_bytes(r['peak_bytes'])} ({beyond:+.1f}x)"
 
     header = ["implementation", *[f"{s // MiB} MiB" for s in sizes]]
     out = [
@@ -349,7 +354,9 @@ def _section_big(tables: Tables) -> str:
     ]
     for mode, rows in (("4 KiB reads", rows4), ("fed at once", rows1)):
         out += [f"**{mode}**", ""]
-        out.append(_md_table(header, ([i, *[cell(find(rows, i, s)) for s in sizes]] for i in impls)))
+        out.append(
+            _md_table(header, ([i, *[cell(find(rows, i, s)) for s in sizes]] for i in impls))
+        )
         out.append("")
     return "\n".join(out)
 
@@ -373,8 +380,15 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
         for r in ceiling:
             rate = r["bytes"] / r["seconds"] / 1e6
             per = r["seconds"] * 1e9 / r["events"] if r["events"] else 0
-            rows.append([r["group"], r["name"], fmt_time(r["seconds"]), f"{rate:,.0f}",
-                         f"{per:,.1f}" if r["events"] > 1 else "—"])
+            rows.append(
+                [
+                    r["group"].replace(" | ", ", "),
+                    r["name"],
+                    fmt_time(r["seconds"]),
+                    f"{rate:,.0f}",
+                    f"{per:,.1f}" if r["events"] > 1 else "—",
+                ]
+            )
         out += [
             "**Rust only** (median of repeated runs)",
             "",
@@ -387,39 +401,48 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
         provider = table.group.split(" | ")[1].split()[0]
         rust = {r["name"]: r for r in ceiling if r["group"] == f"framing | {provider} stream"}
         rows = []
-        prev = None
-        events = None
+        prev: float | None = None
         for key, label in (
-            ("memchr scan (whole input)", "0a Rust: memchr scan for blank lines"),
-            ("SseDecoder, 16KiB reads", "0b Rust: SseDecoder, no Python objects"),
+            ("memchr scan (whole input)", "0a Rust only: memchr scan for blank lines"),
+            ("SseDecoder, 16KiB reads", "0b Rust only: SseDecoder, no Python objects"),
         ):
             r = rust.get(key)
             if r:
-                events = r["events"]
                 per = r["seconds"] * 1e9 / r["events"]
-                rows.append([label, fmt_time(r["seconds"]), f"{per:,.0f}", "", ""])
+                rows.append([label, f"{per:,.0f}", fmt_rate(1e9 / per), "", ""])
                 prev = per if key.startswith("SseDecoder") else prev
+        rust_framer = prev
+        last = None
         for cell in table.cells.values():
             if cell.median is None:
                 rows.append([cell.impl, "not run", "", "", cell.skipped or ""])
                 continue
-            events = cell.extra.get("events") or events
-            per = cell.median * 1e9 / events if events else 0
-            delta = f"+{per - prev:,.0f}" if prev is not None else ""
-            rows.append([cell.impl, fmt_time(cell.median), f"{per:,.0f}", delta, ""])
-            prev = per
+            per = cell.median * 1e9 / cell.extra["events"]
+            delta = f"{per - prev:+,.0f}" if prev is not None else ""
+            share = f"{rust_framer / per:.0%} of this is the Rust framer" if rust_framer else ""
+            rows.append([cell.impl, f"{per:,.0f}", fmt_rate(1e9 / per), delta, share])
+            prev = last = per
         out += [
             f"**{table.group.split(' | ', 1)[1]}**",
             "",
-            _md_table(["stage", "median", "ns/event", "stage cost (ns/event)", "note"], rows),
+            _md_table(["stage", "ns/event", "events/s", "stage cost (ns/event)", "note"], rows),
             "",
         ]
+        if rust_framer and last:
+            out += [
+                f"The Rust framer alone is {rust_framer:,.0f} ns/event; the full fold from "
+                f"Python is {last:,.0f} ns/event, so the framing ceiling is "
+                f"{rust_framer / last:.0%} of the end-to-end cost.",
+                "",
+            ]
     return "\n".join(out)
 
 
 def _section_scale(tables: Tables, plot_links: dict[str, str]) -> str:
-    found = sorted(tables.area("scale"), key=lambda t: int(t.cells and next(iter(
-        t.cells.values())).extra.get("n", 0)))
+    found = sorted(
+        tables.area("scale"),
+        key=lambda t: int(t.cells and next(iter(t.cells.values())).extra.get("n", 0)),
+    )
     out = ["### Scale", "", _repro("scale"), ""]
     if found:
         counts = [int(next(iter(t.cells.values())).extra.get("n", 0)) for t in found]
@@ -467,9 +490,11 @@ def _section_scale(tables: Tables, plot_links: dict[str, str]) -> str:
             _md_table(["implementation", "peak memory growth", "time"], table_rows),
             "",
         ]
-    for key, alt in (("big_event_4k", "one big event, 4 KiB reads"),
-                     ("big_event_once", "one big event, fed at once"),
-                     ("partial_json", "partial JSON")):
+    for key, alt in (
+        ("big_event_4k", "one big event, 4 KiB reads"),
+        ("big_event_once", "one big event, fed at once"),
+        ("partial_json", "partial JSON"),
+    ):
         if key in plot_links:
             out += [f"![{alt}]({plot_links[key]})", ""]
     return "\n".join(out)
@@ -494,19 +519,30 @@ def _section_load(tables: Tables) -> str:
             cpu = statistics.median(r["cpu_seconds"] for r in runs)
             peak = statistics.median(r["peak_bytes"] for r in runs)
             exact = all(r["exact_streams"] == r["streams"] for r in runs)
-            table_rows.append([
-                impl,
-                fmt_rate(ev / wall),
-                f"{cpu * 1e6 / ev:,.1f} µs",
-                fmt_bytes(peak / runs[0]["streams"]),
-                "yes" if exact else "NO",
-                f"{len(runs)} runs",
-            ])
+            table_rows.append(
+                [
+                    impl,
+                    fmt_rate(ev / wall),
+                    f"{cpu * 1e6 / ev:,.1f} µs",
+                    fmt_bytes(peak / runs[0]["streams"]),
+                    "yes" if exact else "NO",
+                    f"{len(runs)} runs",
+                ]
+            )
         out += [
             f"**{group.split(' | ', 1)[1]}**",
             "",
-            _md_table(["client stack", "events/s", "client CPU per event", "peak memory per "
-                       "stream", "every stream exact", "note"], table_rows),
+            _md_table(
+                [
+                    "client stack",
+                    "events/s",
+                    "client CPU per event",
+                    "peak memory per stream",
+                    "every stream exact",
+                    "note",
+                ],
+                table_rows,
+            ),
             "",
         ]
     state = tables.records.get("load | memory kept per open stream (no transport)", [])
@@ -525,22 +561,24 @@ def _section_load(tables: Tables) -> str:
         ]
     if not out:
         return ""
-    return "\n".join([
-        "### Load",
-        "",
-        "Concurrent streams through one `httpx.AsyncClient` against the project's test server "
-        "(`tests/http_server.py`, aiohttp, in its own process on 127.0.0.1), the same stream "
-        "for each: 100 text deltas with multi-byte text. streamfold: `sf.afold(response."
-        "aiter_bytes(), provider='openai')`; the peer: `httpx_sse.aconnect_sse` + `json.loads` "
-        "+ a minimal fold. Client CPU is the client process's CPU time (the server runs "
-        "elsewhere); peak memory is the client's resident-set growth divided by the streams. "
-        "'Every stream exact' means each stream's folded text equals the text sent: no event "
-        "lost or duplicated. Runs interleaved, median shown.",
-        "",
-        _repro("load"),
-        "",
-        *out,
-    ])
+    return "\n".join(
+        [
+            "### Load",
+            "",
+            "Concurrent streams through one `httpx.AsyncClient` against the project's test server "
+            "(`tests/http_server.py`, aiohttp, in its own process on 127.0.0.1), the same stream "
+            "for each: 100 text deltas with multi-byte text. streamfold: `sf.afold(response."
+            "aiter_bytes(), provider='openai')`; the peer: `httpx_sse.aconnect_sse` + `json.loads` "
+            "+ a minimal fold. Client CPU is the client process's CPU time (the server runs "
+            "elsewhere); peak memory is the client's resident-set growth divided by the streams. "
+            "'Every stream exact' means each stream's folded text equals the text sent: no event "
+            "lost or duplicated. Runs interleaved, median shown.",
+            "",
+            _repro("load"),
+            "",
+            *out,
+        ]
+    )
 
 
 def _section_callgrind(rows: list[dict[str, Any]]) -> str:
@@ -559,28 +597,41 @@ def _section_callgrind(rows: list[dict[str, Any]]) -> str:
             ratio = ""
             if sf is not None and r is not sf and "instructions" in sf:
                 ratio = fmt_ratio(r["instructions"] / sf["instructions"])
-            table.append([
-                workload,
-                r["impl"],
-                f"{r['instructions']:,}",
-                f"{r['per_unit']:,.0f}",
-                ratio or "(baseline)" if r is sf else ratio,
-            ])
-    return "\n".join([
-        "### Instruction counts (callgrind)",
-        "",
-        "Instructions executed for one call on the same inputs, under `valgrind "
-        "--tool=callgrind` (start-up, imports and the warm-up call excluded): these do not move "
-        "with the machine's load. Fewer instructions is not always less time (memory-bound code "
-        "runs more instructions per cycle), which is why the wall-clock tables are there too.",
-        "",
-        "Reproduce: `python benches/callgrind.py` (writes the inputs to target/bench-data if "
-        "they are missing).",
-        "",
-        _md_table(["workload", "implementation", "instructions", "per event / fragment",
-                   "minimal / streamfold"], table),
-        "",
-    ])
+            table.append(
+                [
+                    workload,
+                    r["impl"],
+                    f"{r['instructions']:,}",
+                    f"{r['per_unit']:,.0f}",
+                    ratio or "(baseline)" if r is sf else ratio,
+                ]
+            )
+    return "\n".join(
+        [
+            "### Instruction counts (callgrind)",
+            "",
+            "Instructions executed for one call on the same inputs, under `valgrind "
+            "--tool=callgrind` (start-up, imports and the warm-up call excluded): these do not "
+            "move with the machine's load. Fewer instructions is not always less time "
+            "(memory-bound code runs more instructions per cycle), which is why the wall-clock "
+            "tables are there too.",
+            "",
+            "Reproduce: `python benches/callgrind.py` (writes the inputs to target/bench-data if "
+            "they are missing).",
+            "",
+            _md_table(
+                [
+                    "workload",
+                    "implementation",
+                    "instructions",
+                    "per event / fragment",
+                    "minimal / streamfold",
+                ],
+                table,
+            ),
+            "",
+        ]
+    )
 
 
 def _section_skips(tables: Tables) -> str:
@@ -598,12 +649,14 @@ def _section_skips(tables: Tables) -> str:
                 rows.append([group, r["impl"], r["skipped"]])
     if not rows:
         return ""
-    return "\n".join([
-        "### Not measured",
-        "",
-        _md_table(["table", "implementation", "why"], rows),
-        "",
-    ])
+    return "\n".join(
+        [
+            "### Not measured",
+            "",
+            _md_table(["table", "implementation", "why"], rows),
+            "",
+        ]
+    )
 
 
 def render(
@@ -629,21 +682,32 @@ def render(
         ["memory", meta.get("memory", "?")],
         ["OS", meta.get("os", "?")],
         ["Python", meta.get("python", "?")],
-        ["streamfold", f"{meta.get('streamfold', '?')} (git {meta.get('git', '?')}), build: "
-                       f"{meta.get('streamfold_build', '?')}; JsonAccumulator: "
-                       f"{meta.get('accumulator', '?')}"],
+        [
+            "streamfold",
+            f"{meta.get('streamfold', '?')} (git {meta.get('git', '?')}), build: "
+            f"{meta.get('streamfold_build', '?')}; JsonAccumulator: "
+            f"{meta.get('accumulator', '?')}",
+        ],
         ["Rust", meta.get("rustc", "?")],
-        ["machine load (1-min average) before / after",
-         f"{load_before[0] if load_before else '?':.2f} / "
-         f"{load_after[0] if load_after else '?':.2f}" if load_before and load_after else "?"],
-        ["passes", f"{meta.get('passes', '?')} interleaved"
-                   + (" (quick smoke run: small inputs)" if meta.get("quick") else "")],
+        [
+            "machine load (1-min average) before / after",
+            f"{load_before[0] if load_before else '?':.2f} / "
+            f"{load_after[0] if load_after else '?':.2f}"
+            if load_before and load_after
+            else "?",
+        ],
+        [
+            "passes",
+            f"{meta.get('passes', '?')} interleaved"
+            + (" (quick smoke run: small inputs)" if meta.get("quick") else ""),
+        ],
         ["total time", f"{meta.get('duration_s', 0) / 60:.0f} min"],
     ]
     peer_rows = [[name, v] for name, v in peers.items()]
     status_mark = {"met": "met", "not met": "**not met**", "not measured": "not measured"}
-    goal_rows = [[v.issue, v.goal, v.measured, status_mark.get(v.status, v.status)]
-                 for v in verdicts]
+    goal_rows = [
+        [v.issue, v.goal, v.measured, status_mark.get(v.status, v.status)] for v in verdicts
+    ]
     parts = [
         "# Benchmarks",
         "",
@@ -685,7 +749,7 @@ def render(
         "machine the wall-clock figures move by tens of percent from run to run; the ratios "
         "move less, and the callgrind counts not at all.",
         "- `minimal` is the hand-written pure-Python pipeline of `benches/minimal.py`: "
-        "`split(b\"\\n\\n\")` with a remainder buffer and `bytes.decode`, handling only what "
+        '`split(b"\\n\\n")` with a remainder buffer and `bytes.decode`, handling only what '
         "these streams use (LF line ends, `event:` and `data:`), plus `orjson.loads` and a "
         "dictionary fold: the best a careful Python programmer does without a library.",
         "- Peers are used as their users use them: httpx-sse's line and event decoders over an "
@@ -699,46 +763,78 @@ def render(
         "",
         "## Results",
         "",
-        _section_timed(tables, "framing", "Framing",
-                       "SSE decoding alone: bytes in, events with their `event` and `data` read "
-                       "out. The goal (issue 2): at least 5× the minimal framer at 16 KiB reads "
-                       "and 4× at 1-64 byte reads."),
-        _section_timed(tables, "framing+json", "Framing + JSON",
-                       "Decoding plus parsing every payload into Python objects (`[DONE]` "
-                       "excepted); streamfold parses in Rust (`ServerSentEvent.json()`)."),
-        _section_timed(tables, "events", "Provider events: `events()`",
-                       "`sf.events(chunks, provider=...)` (framing, JSON, provider mapping to "
-                       "the unified events) beside streamfold's framer alone and the usual "
-                       "hand-rolled stacks. The goal (issue 4): `events()` on the OpenAI-style "
-                       "stream at least 2× the minimal framer + `orjson.loads`."),
-        _section_timed(tables, "captures", "Real captures",
-                       "The recorded streams of `../shared/captures`, all of a provider's "
-                       "captures in one call, each fed whole. They are small (a few KB), so "
-                       "per-call overhead weighs more than on the generated streams. The error "
-                       "captures end in a `StreamError` by design; that is counted as done."),
-        _section_timed(tables, "fold", "Fold: the final message",
-                       "From bytes to the final assistant message (text, tool calls with parsed "
-                       "arguments, finish reason, usage). Goals (issue 5): at least 2× the "
-                       "minimal fold, 100× the OpenAI SDK's `ChatCompletionStreamState`, 30× "
-                       "the Anthropic SDK's `accumulate_event`."),
-        _section_timed(tables, "client", "SDK clients end to end",
-                       "The whole request over `httpx.MockTransport` serving the stream in 16 "
-                       "KiB chunks: the SDK's own streaming helper against `sf.fold` over "
-                       "`response.iter_bytes()` of a plain `httpx.Client`."),
-        _section_timed(tables, "partial-json", "Partial JSON",
-                       "Tool-call arguments pushed in 1-8 character fragments with a preview "
-                       "after every fragment (`JsonAccumulator.push` + `partial()`; the peers "
-                       "re-parse the whole buffer each time, as the SDKs do), then the final "
-                       "value. Goals (issue 3): linear in the length, at least 50× the jiter "
-                       "re-parse at 100 KB. Cells a quadratic peer would take too long for are "
-                       "not run; the prediction is given.",
-                       unit="fragments"),
-        _section_timed(tables, "json-value", "`value()` of a finished document",
-                       "A finished 1 MB document: `JsonAccumulator.value()` (fresh accumulator "
-                       "each round, text pushed in 4 KiB pieces beforehand) against "
-                       "`json.loads` and `orjson.loads` of the same text. Goal (issue 3): no "
-                       "slower than `json.loads`.",
-                       unit="bytes"),
+        _section_timed(
+            tables,
+            "framing",
+            "Framing",
+            "SSE decoding alone: bytes in, events with their `event` and `data` read "
+            "out. The goal (issue 2): at least 5x the minimal framer at 16 KiB reads "
+            "and 4x at 1-64 byte reads.",
+        ),
+        _section_timed(
+            tables,
+            "framing+json",
+            "Framing + JSON",
+            "Decoding plus parsing every payload into Python objects (`[DONE]` "
+            "excepted); streamfold parses in Rust (`ServerSentEvent.json()`).",
+        ),
+        _section_timed(
+            tables,
+            "events",
+            "Provider events: `events()`",
+            "`sf.events(chunks, provider=...)` (framing, JSON, provider mapping to "
+            "the unified events) beside streamfold's framer alone and the usual "
+            "hand-rolled stacks. The goal (issue 4): `events()` on the OpenAI-style "
+            "stream at least 2x the minimal framer + `orjson.loads`.",
+        ),
+        _section_timed(
+            tables,
+            "captures",
+            "Real captures",
+            "The recorded streams of `../shared/captures`, all of a provider's "
+            "captures in one call, each fed whole. They are small (a few KB), so "
+            "per-call overhead weighs more than on the generated streams. The error "
+            "captures end in a `StreamError` by design; that is counted as done.",
+        ),
+        _section_timed(
+            tables,
+            "fold",
+            "Fold: the final message",
+            "From bytes to the final assistant message (text, tool calls with parsed "
+            "arguments, finish reason, usage). Goals (issue 5): at least 2x the "
+            "minimal fold, 100x the OpenAI SDK's `ChatCompletionStreamState`, 30x "
+            "the Anthropic SDK's `accumulate_event`.",
+        ),
+        _section_timed(
+            tables,
+            "client",
+            "SDK clients end to end",
+            "The whole request over `httpx.MockTransport` serving the stream in 16 "
+            "KiB chunks: the SDK's own streaming helper against `sf.fold` over "
+            "`response.iter_bytes()` of a plain `httpx.Client`.",
+        ),
+        _section_timed(
+            tables,
+            "partial-json",
+            "Partial JSON",
+            "Tool-call arguments pushed in 1-8 character fragments with a preview "
+            "after every fragment (`JsonAccumulator.push` + `partial()`; the peers "
+            "re-parse the whole buffer each time, as the SDKs do), then the final "
+            "value. Goals (issue 3): linear in the length, at least 50x the jiter "
+            "re-parse at 100 KB. Cells a quadratic peer would take too long for are "
+            "not run; the prediction is given.",
+            unit="fragments",
+        ),
+        _section_timed(
+            tables,
+            "json-value",
+            "`value()` of a finished document",
+            "A finished 1 MB document: `JsonAccumulator.value()` (fresh accumulator "
+            "each round, text pushed in 4 KiB pieces beforehand) against "
+            "`json.loads` and `orjson.loads` of the same text. Goal (issue 3): no "
+            "slower than `json.loads`.",
+            unit="bytes",
+        ),
         _section_big(tables),
         _section_scale(tables, links),
         _section_profile(tables, results.ceiling),

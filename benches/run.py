@@ -21,11 +21,9 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +80,9 @@ def _run(cmd: list[str], *, env: dict[str, str] | None = None, log: Path | None 
     if log is None:
         return subprocess.run(cmd, env=env, cwd=ROOT, check=False).returncode
     with log.open("w") as f:
-        proc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, check=False)
+        proc = subprocess.run(
+            cmd, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, check=False
+        )
     tail = log.read_text().strip().splitlines()[-1:] or [""]
     print("  ", tail[0], f"(log: {log.relative_to(ROOT)})", flush=True)
     return proc.returncode
@@ -148,8 +148,14 @@ def run_callgrind(out: Path, data: Path) -> None:
         print("valgrind not found: instruction counts are skipped", flush=True)
         return
     _run(
-        [sys.executable, str(HERE / "callgrind.py"), "--data", str(data), "--json",
-         str(out / "callgrind.json")],
+        [
+            sys.executable,
+            str(HERE / "callgrind.py"),
+            "--data",
+            str(data),
+            "--json",
+            str(out / "callgrind.json"),
+        ],
         log=out / "callgrind.log",
     )
 
@@ -199,9 +205,16 @@ def collect_meta(started: float, quick: bool, passes: int, areas: list[str]) -> 
         "streamfold_build": os.environ.get("SF_BENCH_BUILD", "as installed"),
         "accumulator": accumulator,
         "git": (_git("rev-parse", "--short", "HEAD") or "?")
-        + (" (with uncommitted changes)" if _git("status", "--porcelain", "--untracked-files=no") else ""),
-        "rustc": subprocess.run(["rustc", "--version"], capture_output=True, text=True,
-                                check=False).stdout.strip() if shutil.which("rustc") else "",
+        + (
+            " (with uncommitted changes)"
+            if _git("status", "--porcelain", "--untracked-files=no")
+            else ""
+        ),
+        "rustc": subprocess.run(
+            ["rustc", "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        if shutil.which("rustc")
+        else "",
         "peers": {d: peers.version(d) for d in peers.PEER_DISTRIBUTIONS},
         "load_before": os.getloadavg(),
         "load_after": os.getloadavg(),

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import peers
 import pytest
+
+import peers
 from harness import N_EVENTS, measure, skip_row
 from workloads import READS, Capture, captures, stream
 
@@ -22,12 +23,8 @@ def _check_events(provider: str) -> Any:
         if isinstance(result, int):
             assert result == s.events
             return
-        text = "".join(
-            e.text for e in result if e.type == "block_delta" and e.kind == "text"
-        )
-        args = "".join(
-            e.text for e in result if e.type == "block_delta" and e.kind == "tool_call"
-        )
+        text = "".join(e.text for e in result if e.type == "block_delta" and e.kind == "text")
+        args = "".join(e.text for e in result if e.type == "block_delta" and e.kind == "tool_call")
         assert text == s.text
         assert args == s.tool_arguments
 

@@ -6,6 +6,7 @@ size is not tried for a decoder that ran out of time on a smaller one."""
 from __future__ import annotations
 
 import pytest
+
 from harness import QUICK, record, skip_row
 from peers import framers
 from subproc import run_child

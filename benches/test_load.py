@@ -10,8 +10,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import peers
 import pytest
+
+import peers
 from harness import QUICK, record, skip_row
 
 HERE = Path(__file__).resolve().parent
@@ -78,5 +79,5 @@ def test_state_per_stream(impl: str) -> None:
     group = "load | memory kept per open stream (no transport)"
     if impl == "streamfold" and peers.sf_missing("fold"):
         skip_row(group, impl, str(peers.sf_missing("fold")))
-    result = _run(["state", impl, str(STREAMS)])
+    result = _run(["state", impl, "1000"])
     record(group, impl, primary=impl == "streamfold", **result)

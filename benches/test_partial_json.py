@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import peers
 import pytest
+
+import peers
 from harness import QUICK, measure, skip_row
 from workloads import fragments, tool_arguments
 

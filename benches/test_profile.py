@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import peers
 import pytest
+
+import peers
 from harness import N_EVENTS, measure
 from workloads import READS, stream
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 import minimal
 import peers
-import pytest
 from harness import QUICK, measure, record, skip_row
 from subproc import run_child
 from workloads import READS, stream
@@ -37,11 +38,7 @@ def _impls() -> list[peers.Impl]:
 
 @pytest.mark.parametrize(
     ("n", "impl"),
-    [
-        pytest.param(n, impl, id=f"{n}-{impl.name}")
-        for n in COUNTS
-        for impl in _impls()
-    ],
+    [pytest.param(n, impl, id=f"{n}-{impl.name}") for n in COUNTS for impl in _impls()],
 )
 def test_scale(benchmark: Any, n: int, impl: peers.Impl) -> None:
     s = stream("openai", n)

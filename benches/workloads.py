@@ -12,6 +12,7 @@ output does, and end with one tool call whose arguments arrive in small fragment
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import random
 import sys
@@ -24,10 +25,11 @@ SEED = 20250501
 #: Where the recorded captures live when the shared folder is beside the project.
 CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "captures"
 
-_WORDS_ASCII = (
+_SENTENCE = (
     "the model streams tokens to the client while the server keeps the connection open and "
     "every delta carries a few characters of the answer so parsers must be fast and exact"
-).split()
+)
+_WORDS_ASCII = _SENTENCE.split(" ")
 _WORDS_MULTI = [
     "naïve",
     "café",
@@ -133,7 +135,7 @@ def _split_tool_args(rng: random.Random, args: str, count: int) -> list[str]:
     count = max(1, min(count, len(args)))
     cuts = sorted(rng.sample(range(1, len(args)), count - 1)) if count > 1 else []
     bounds = [0, *cuts, len(args)]
-    return [args[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [args[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 @functools.cache

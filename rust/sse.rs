@@ -11,8 +11,6 @@
 //! is ASCII, and an ASCII byte never continues a multi-byte sequence, so a split there cannot
 //! change how the bytes around it decode (invalid sequences become U+FFFD either way).
 
-use std::borrow::Cow;
-
 /// Default cap on one event's data (and on any single field value): 16 MiB.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
@@ -27,7 +25,10 @@ const KEEP_DATA_CAPACITY: usize = 1 << 20;
 pub struct EventRef<'a> {
     /// The event type; `"message"` when the stream named none.
     pub event: &'a str,
-    pub data: &'a str,
+    /// The data as received: UTF-8, except where the stream was not. Decode it with
+    /// [`String::from_utf8_lossy`] (invalid bytes become U+FFFD, as the spec says) when it is
+    /// needed as text: the binding does so lazily, and parses JSON straight from these bytes.
+    pub data: &'a [u8],
     /// The last event id at the time of dispatch (persists across events).
     pub id: &'a str,
     /// The `retry` field given inside this event's block, if any.
@@ -47,7 +48,7 @@ impl From<EventRef<'_>> for Event {
     fn from(e: EventRef<'_>) -> Self {
         Event {
             event: e.event.to_owned(),
-            data: e.data.to_owned(),
+            data: String::from_utf8_lossy(e.data).into_owned(),
             id: e.id.to_owned(),
             retry: e.retry,
         }
@@ -460,7 +461,6 @@ impl SseDecoder {
             if self.data.last() == Some(&b'\n') {
                 self.data.pop();
             }
-            let data: Cow<'_, str> = String::from_utf8_lossy(&self.data);
             let event = if self.event_type.is_empty() {
                 "message"
             } else {
@@ -468,7 +468,7 @@ impl SseDecoder {
             };
             sink(Ok(EventRef {
                 event,
-                data: &data,
+                data: &self.data,
                 id: &self.last_event_id,
                 retry: self.block_retry,
             }));

@@ -39,7 +39,7 @@ fuzz_target!(|input: Input| {
     for frame in &whole.frames {
         match frame {
             Ok(event) => {
-                assert!(event.data.len() <= limit);
+                assert!(event.data.chars().count() <= limit);
                 assert!(!event.id.contains('\0'));
                 assert!(!event.event.is_empty());
             }

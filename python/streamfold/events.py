@@ -91,7 +91,9 @@ class BlockStart(Event):
     For a tool call, ``id`` and ``name`` are set. When a provider sends the call whole
     (Mistral, Gemini, Clouisle), ``arguments`` holds the parsed arguments and ``complete`` is
     true; no deltas follow. Blocks that arrive complete (Anthropic ``redacted_thinking``, server
-    tools) carry their payload in ``data`` and are closed at once.
+    tool results) carry their payload in ``data`` and are closed at once. A provider-run tool
+    call (Anthropic ``server_tool_use``) is a ``server_tool`` block whose deltas, like a tool
+    call's, are fragments of its input's JSON text.
     """
 
     type: ClassVar[str] = "block_start"

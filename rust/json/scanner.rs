@@ -56,9 +56,8 @@ impl Literal {
 ///
 /// A string (or key) is `begin_*`, any number of `text`/`code_unit`, `end_*`; a number is
 /// any number of `number` pieces (concatenated, its text) then `end_number`, which comes
-/// only once a byte after it proves it finished (or from [`Scanner::finish`]). A `-` read as a
-/// number may turn out to start `-Infinity`: then `literal` follows the `number("-")` piece
-/// and replaces it.
+/// only once a byte after it proves it finished (or from [`Scanner::finish`]). Any split of
+/// the text into fragments gives the same events, up to how text and number pieces are cut.
 pub trait Events {
     fn begin_object(&mut self) {}
     fn end_object(&mut self) {}
@@ -366,9 +365,12 @@ impl Scanner {
                 }
             };
         }
-        if let State::Num(_) = self.state {
-            if let Some(piece) = text.get(num_start..).filter(|p| !p.is_empty()) {
-                events.number(piece);
+        // A lone `-` waits: it may start `-Infinity` rather than a number.
+        if let State::Num(num) = self.state {
+            if num != Num::Minus {
+                if let Some(piece) = text.get(num_start..).filter(|p| !p.is_empty()) {
+                    events.number(piece);
+                }
             }
         }
         self.offset += bytes.len();
@@ -587,6 +589,13 @@ impl Scanner {
         num_start: usize,
         events: &mut E,
     ) -> Result<usize, JsonError> {
+        if num == Num::Minus && i == 0 {
+            // A `-` that ended the previous fragment was held back (it could have started
+            // `-Infinity`); a digit now shows it is a number's.
+            if text.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+                events.number("-");
+            }
+        }
         while let Some(&b) = text.as_bytes().get(i) {
             num = match (num, b) {
                 (Num::Int | Num::Frac | Num::ExpInt, b'0'..=b'9') => num,

@@ -8,11 +8,12 @@
 //! inside it; if there is an error, it is raised with those frames in `.events`, and whatever
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
+use std::borrow::Cow;
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
+use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
@@ -67,19 +68,22 @@ fn closed(what: &str) -> PyErr {
 }
 
 /// One server-sent event, with the attribute names of httpx-sse.
+///
+/// The data is kept as the bytes received and becomes a `str` on first access: most events
+/// are only ever parsed as JSON, which `json()` does straight from those bytes.
 #[pyclass(frozen, module = "streamfold._core", freelist = 64)]
 pub struct ServerSentEvent {
     /// The event type; `"message"` when the stream named none.
     #[pyo3(get)]
     event: Py<PyString>,
-    #[pyo3(get)]
-    data: Py<PyString>,
     /// The last event id at the time this event was dispatched.
     #[pyo3(get)]
     id: Py<PyString>,
     /// The `retry` value given inside this event's block, if any.
     #[pyo3(get)]
     retry: Option<u64>,
+    raw: Box<[u8]>,
+    text: PyOnceLock<Py<PyString>>,
 }
 
 #[pymethods]
@@ -93,23 +97,41 @@ impl ServerSentEvent {
         id: Option<Bound<'_, PyString>>,
         retry: Option<u64>,
     ) -> Self {
-        let empty = || intern!(py, "").clone();
         let event = event
             .filter(|e| e.len().is_ok_and(|n| n > 0))
             .unwrap_or_else(|| intern!(py, "message").clone());
+        let data = data.unwrap_or_else(|| intern!(py, "").clone());
+        let raw = Box::from(data.to_string_lossy().as_bytes());
+        let text = PyOnceLock::new();
+        let _ = text.set(py, data.unbind());
         ServerSentEvent {
             event: event.unbind(),
-            data: data.unwrap_or_else(empty).unbind(),
-            id: id.unwrap_or_else(empty).unbind(),
+            id: id.unwrap_or_else(|| intern!(py, "").clone()).unbind(),
             retry,
+            raw,
+            text,
         }
+    }
+
+    #[getter]
+    fn data(&self, py: Python<'_>) -> Py<PyString> {
+        self.text
+            .get_or_init(py, || {
+                if self.raw.is_empty() {
+                    return intern!(py, "").clone().unbind();
+                }
+                PyString::new(py, &String::from_utf8_lossy(&self.raw)).unbind()
+            })
+            .clone_ref(py)
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        // A temporary UTF-8 copy: asking the str for its UTF-8 form would cache one inside it.
-        let text = self.data.bind(py).encode_utf8()?;
-        parse_json(py, text.as_bytes()).map_err(|e| {
+        let text: Cow<'_, [u8]> = match std::str::from_utf8(&self.raw) {
+            Ok(_) => Cow::Borrowed(&self.raw),
+            Err(_) => Cow::Owned(String::from_utf8_lossy(&self.raw).into_owned().into_bytes()),
+        };
+        parse_json(py, &text).map_err(|e| {
             let msg = format!(
                 "event {}: data is not valid JSON: {} at byte {} of the data",
                 self.event.bind(py),
@@ -128,37 +150,32 @@ impl ServerSentEvent {
     fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
         let same = |a: &Py<PyString>, b: &Py<PyString>| PyAnyMethods::eq(a.bind(py).as_any(), b);
         Ok(self.retry == other.retry
+            && String::from_utf8_lossy(&self.raw) == String::from_utf8_lossy(&other.raw)
             && same(&self.event, &other.event)?
-            && same(&self.data, &other.data)?
             && same(&self.id, &other.id)?)
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.astuple(py)?.hash()
+        PyTuple::new(
+            py,
+            [
+                self.event.bind(py).clone().into_any(),
+                self.data(py).into_bound(py).into_any(),
+                self.id.bind(py).clone().into_any(),
+                self.retry.into_bound_py_any(py)?,
+            ],
+        )?
+        .hash()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "ServerSentEvent(event={}, data={}, id={}, retry={})",
             self.event.bind(py).repr()?,
-            self.data.bind(py).repr()?,
+            self.data(py).bind(py).repr()?,
             self.id.bind(py).repr()?,
             self.retry.into_bound_py_any(py)?.repr()?,
         ))
-    }
-}
-
-impl ServerSentEvent {
-    fn astuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [
-                self.event.bind(py).clone().into_any(),
-                self.data.bind(py).clone().into_any(),
-                self.id.bind(py).clone().into_any(),
-                self.retry.into_bound_py_any(py)?,
-            ],
-        )
     }
 }
 
@@ -209,9 +226,10 @@ impl Strings {
     fn event(&mut self, py: Python<'_>, e: EventRef<'_>) -> PyResult<Py<PyAny>> {
         let event = ServerSentEvent {
             event: self.event_type(py, e.event),
-            data: PyString::new(py, e.data).unbind(),
             id: self.id(py, e.id),
             retry: e.retry,
+            raw: Box::from(e.data),
+            text: PyOnceLock::new(),
         };
         Ok(Bound::new(py, event)?.into_any().unbind())
     }
