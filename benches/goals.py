@@ -94,7 +94,7 @@ def evaluate(tables: Tables, ceiling: list[dict[str, Any]]) -> list[Verdict]:
     sizes: list[tuple[int, float]] = []
     for t in tables.area("partial-json"):
         c = next((c for c in t.cells.values() if c.primary and c.median), None)
-        if c is not None:
+        if c is not None and c.median is not None:
             sizes.append((int(c.extra["bytes"]), c.median))
     sizes.sort()
     if len(sizes) >= 2:

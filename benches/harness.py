@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -76,7 +76,7 @@ def measure(
     return result
 
 
-def skip_row(group: str, impl: str, reason: str, **extra: Any) -> None:
+def skip_row(group: str, impl: str, reason: str, **extra: Any) -> NoReturn:
     """Record why a cell was not measured, then skip it."""
     record(group, impl, skipped=reason, **extra)
     pytest.skip(reason)

@@ -24,12 +24,15 @@ import minimal
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_TELEMETRY", "False")
 
+#: streamfold, or None when it cannot be imported (every streamfold row is then skipped).
+sf: Any
 try:
-    import streamfold as sf
+    import streamfold as _streamfold
 
+    sf = _streamfold
     SF_IMPORT_ERROR = ""
-except ImportError as exc:  # the report says so; every streamfold row is skipped
-    sf = None  # type: ignore[assignment]
+except ImportError as exc:
+    sf = None
     SF_IMPORT_ERROR = f"streamfold is not importable: {exc}"
 
 
@@ -374,6 +377,7 @@ def langchain_chunks(chunks: list[bytes]) -> Any:
     """LangChain's way: each chunk made an ``AIMessageChunk`` (as langchain-openai converts a
     delta) and the chunks summed with ``+``."""
     from langchain_core.messages import AIMessageChunk
+    from langchain_core.messages.tool import tool_call_chunk
 
     total: Any = None
     for _event, data in minimal.frames(chunks):
@@ -384,12 +388,12 @@ def langchain_chunks(chunks: list[bytes]) -> Any:
             continue
         delta = obj["choices"][0]["delta"]
         tool_chunks = [
-            {
-                "name": (tc.get("function") or {}).get("name"),
-                "args": (tc.get("function") or {}).get("arguments"),
-                "id": tc.get("id"),
-                "index": tc.get("index"),
-            }
+            tool_call_chunk(
+                name=(tc.get("function") or {}).get("name"),
+                args=(tc.get("function") or {}).get("arguments"),
+                id=tc.get("id"),
+                index=tc.get("index"),
+            )
             for tc in delta.get("tool_calls") or ()
         ]
         piece = AIMessageChunk(
@@ -470,14 +474,20 @@ def sf_over_httpx(provider: str) -> Callable[[list[bytes]], Any]:
     return run
 
 
+def _sdk_httpx() -> str:
+    """Recent OpenAI and Anthropic SDKs ship on httpx2, a fork of httpx with the same API."""
+    return "httpx2" if importlib.util.find_spec("httpx2") else "httpx"
+
+
 def openai_client_stream(chunks: list[bytes]) -> Any:
-    import httpx
     from openai import OpenAI
 
+    httpx_module = _sdk_httpx()
+    httpx: Any = importlib.import_module(httpx_module)
     client = OpenAI(
         api_key="bench",
         base_url="http://bench.invalid/v1",
-        http_client=httpx.Client(transport=_transport(chunks)),
+        http_client=httpx.Client(transport=_transport(chunks, httpx_module)),
         max_retries=0,
     )
     with client.chat.completions.stream(
@@ -491,9 +501,8 @@ def openai_client_stream(chunks: list[bytes]) -> Any:
 def anthropic_client_stream(chunks: list[bytes]) -> Any:
     from anthropic import Anthropic
 
-    # Recent Anthropic SDKs ship on httpx2, a fork of httpx with the same API.
-    httpx_module = "httpx2" if importlib.util.find_spec("httpx2") else "httpx"
-    httpx = importlib.import_module(httpx_module)
+    httpx_module = _sdk_httpx()
+    httpx: Any = importlib.import_module(httpx_module)
     client = Anthropic(
         api_key="bench",
         base_url="http://bench.invalid",

@@ -185,6 +185,7 @@ def plots(tables: Tables, folder: Path) -> dict[str, Path]:
     """Small PNGs of the scale curves; returns name -> path of those written."""
     try:
         import matplotlib
+        import matplotlib.ticker
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -200,13 +201,13 @@ def plots(tables: Tables, folder: Path) -> dict[str, Path]:
         plt.close(fig)
         written[name] = path
 
-    # events/s against events per stream
+    # events/s against events per stream: a flat line is a linear cost
     series: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for table in tables.area("scale"):
         for cell in table.cells.values():
             n = cell.extra.get("n")
             if cell.median and n:
-                series[cell.impl].append((int(n), cell.median))
+                series[cell.impl].append((int(n), cell.extra["events"] / cell.median))
     if series:
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for impl, pts in sorted(series.items()):
@@ -215,30 +216,32 @@ def plots(tables: Tables, folder: Path) -> dict[str, Path]:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("events in the stream")
-        ax.set_ylabel("seconds (median)")
-        ax.set_title("OpenAI-style stream, 16 KiB reads: time vs events")
+        ax.set_ylabel("events per second (median)")
+        ax.set_title("OpenAI-style stream, 16 KiB reads: flat = linear", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
         save(fig, "scale_events")
 
     # one big event: seconds and peak memory against its size
+    by_impl: dict[str, list[tuple[int, float, float]]]
     for mode, label in (("4 KiB reads", "big_event_4k"), ("fed at once", "big_event_once")):
         rows = tables.records.get(f"big-event | {mode}", [])
-        by_impl: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+        by_impl = defaultdict(list)
         for r in rows:
             if "seconds" in r:
                 by_impl[r["impl"]].append((r["size"], r["seconds"], r["peak_bytes"]))
         if not by_impl:
             continue
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.4))
-        for impl, pts in sorted(by_impl.items()):
-            pts.sort()
-            xs = [p[0] / MiB for p in pts]
-            ax1.plot(xs, [p[1] for p in pts], marker="o", label=impl)
-            ax2.plot(xs, [p[2] / MiB for p in pts], marker="o", label=impl)
+        for impl, big in sorted(by_impl.items()):
+            big.sort()
+            xs = [p[0] / MiB for p in big]
+            ax1.plot(xs, [p[1] for p in big], marker="o", label=impl)
+            ax2.plot(xs, [p[2] / MiB for p in big], marker="o", label=impl)
         for ax in (ax1, ax2):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
             ax.set_xlabel("event size (MiB)")
             ax.grid(True, which="both", alpha=0.3)
         ax1.set_ylabel("seconds")
@@ -406,9 +409,9 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
             ("memchr scan (whole input)", "0a Rust only: memchr scan for blank lines"),
             ("SseDecoder, 16KiB reads", "0b Rust only: SseDecoder, no Python objects"),
         ):
-            r = rust.get(key)
-            if r:
-                per = r["seconds"] * 1e9 / r["events"]
+            found = rust.get(key)
+            if found:
+                per = found["seconds"] * 1e9 / found["events"]
                 rows.append([label, f"{per:,.0f}", fmt_rate(1e9 / per), "", ""])
                 prev = per if key.startswith("SseDecoder") else prev
         rust_framer = prev
@@ -419,7 +422,7 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
                 continue
             per = cell.median * 1e9 / cell.extra["events"]
             delta = f"{per - prev:+,.0f}" if prev is not None else ""
-            share = f"{rust_framer / per:.0%} of this is the Rust framer" if rust_framer else ""
+            share = f"the Rust framer is {rust_framer / per:.0%} of this" if rust_framer else ""
             rows.append([cell.impl, f"{per:,.0f}", fmt_rate(1e9 / per), delta, share])
             prev = last = per
         out += [
@@ -441,7 +444,7 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
 def _section_scale(tables: Tables, plot_links: dict[str, str]) -> str:
     found = sorted(
         tables.area("scale"),
-        key=lambda t: int(t.cells and next(iter(t.cells.values())).extra.get("n", 0)),
+        key=lambda t: int(next(iter(t.cells.values())).extra.get("n", 0)) if t.cells else 0,
     )
     out = ["### Scale", "", _repro("scale"), ""]
     if found:
@@ -455,12 +458,13 @@ def _section_scale(tables: Tables, plot_links: dict[str, str]) -> str:
         for impl in impls:
             row = [impl]
             for t in found:
-                c = t.cells.get(impl)
-                if c is None or c.median is None:
-                    row.append("not run" if c is None else f"not run: {c.skipped}")
+                cell = t.cells.get(impl)
+                if cell is None or cell.median is None:
+                    row.append("not run" if cell is None else f"not run: {cell.skipped}")
                 else:
-                    ev = c.extra["events"]
-                    row.append(f"{fmt_rate(ev / c.median)} ({c.median * 1e9 / ev:,.0f} ns/event)")
+                    ev = cell.extra["events"]
+                    per = cell.median * 1e9 / ev
+                    row.append(f"{fmt_rate(ev / cell.median)} ({per:,.0f} ns/event)")
             rows.append(row)
         out += [
             "Events per second (and time per event) on the OpenAI-style stream at each length, "

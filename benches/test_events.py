@@ -101,7 +101,7 @@ def _capture_impls(provider: str) -> list[peers.Impl]:
 @pytest.mark.parametrize("impl_index", [0, 1, 2], ids=["SSEDecoder", "events", "fold"])
 @pytest.mark.parametrize("provider", CAPTURE_PROVIDERS)
 def test_captures(benchmark: Any, provider: str, impl_index: int) -> None:
-    caps = _by_provider().get(provider)
+    caps = _by_provider().get(provider, [])
     group = f"captures | {provider}"
     if not caps:
         skip_row(group, "all", "../shared/captures is not there")

@@ -213,7 +213,7 @@ def anthropic_stream(n_events: int = 10_000, seed: int = SEED) -> Stream:
     def ev(name: str, body: dict[str, object]) -> bytes:
         return f"event: {name}\ndata: {_dumps({'type': name, **body})}\n\n".encode()
 
-    message = {
+    message: dict[str, object] = {
         "id": "msg_0138UNF3YbNp49KkqZtUBWqz",
         "type": "message",
         "role": "assistant",

@@ -334,6 +334,41 @@ def test_integers_beyond_pythons_digit_limit_raise_like_json_loads() -> None:
         acc.partial()
 
 
+@pytest.mark.parametrize(
+    "number",
+    [
+        "1.7976931348623157e308",
+        "1.7976931348623159e308",
+        "2.2250738585072011e-308",
+        "4.9e-324",
+        "2.4703282292062327e-324",
+        "2.4703282292062328e-324",
+        "1e-400",
+        "-1e-400",
+        "1e400",
+        "1e99999999999999999999",
+        "0.30000000000000004",
+        "123456789012345678901234567890e-10",
+        "9007199254740993",
+        "9007199254740993.0",
+        "-0",
+        "-0.0",
+        "0E-0",
+        "1E+2",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1" + "0" * 400 + ".5",
+    ],
+)
+def test_number_edges_like_json_loads(number: str) -> None:
+    text = f'{{"n": [{number}]}}'
+    acc = sf.JsonAccumulator()
+    acc.push(text)
+    assert same(acc.value(), json.loads(text))
+    assert same(acc.partial(), json.loads(text))
+
+
 def test_non_finite_numbers_like_json_loads() -> None:
     acc = sf.JsonAccumulator()
     for fragment in ["[Na", "N, -", "Infinity, Infini", "ty, 1e400, -0.0, -0]"]:
@@ -452,6 +487,8 @@ def test_json_change_value_object() -> None:
     assert change != sf.JsonChange(("a", 0), "grew", "x")
     assert change != sf.JsonChange(("a",), "grew", "xy")
     assert sf.JsonChange((), "set") != sf.JsonChange((), "completed")
+    assert hash(change) == hash(sf.JsonChange(("a", 0), "grew", "xy"))
+    assert len({change, sf.JsonChange(("a", 0), "grew", "xy"), sf.JsonChange((), "set")}) == 2
     assert repr(change) == "JsonChange(path=('a', 0), kind='grew', text='xy')"
     assert repr(sf.JsonChange((), "set")) == "JsonChange(path=(), kind='set')"
     with pytest.raises(ValueError, match="kind"):

@@ -507,3 +507,12 @@ def test_repeated_types_and_ids_share_one_string() -> None:
     events = decode(b"event: delta\nid: 1\ndata: a\n\nevent: delta\ndata: b\n\n")
     assert events[0].event is events[1].event
     assert events[0].id is events[1].id
+
+
+def test_data_is_decoded_once_and_json_reads_the_same_text() -> None:
+    (event,) = decode(b'data: {"t": "caf\xc3\xa9 \xff"}\n\n')
+    assert event.json() == {"t": "café \ufffd"}, "json() before data: same replacement"
+    assert event.data == '{"t": "café \ufffd"}'
+    assert event.data is event.data
+    assert event == ServerSentEvent(data='{"t": "café \ufffd"}')
+    assert hash(event) == hash(ServerSentEvent(data='{"t": "café \ufffd"}'))

@@ -27,7 +27,9 @@ def events(
 
     ``chunks`` is any iterable of bytes (a list, a file, ``httpx.Response.iter_bytes()``) or a
     response object of a supported HTTP client. A provider error inside the stream is raised
-    as ``StreamError`` after every event before it has been yielded.
+    as ``StreamError`` after every event before it has been yielded; input that ends before the
+    provider's terminal event raises ``IncompleteStreamError`` after the last event, so a
+    dropped connection never passes for a short answer.
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
@@ -36,6 +38,7 @@ def events(
             pipeline.raise_pending()
         yield from pipeline.close()
         pipeline.raise_pending()
+        _check_terminal(pipeline)
 
 
 async def aevents(
@@ -55,3 +58,9 @@ async def aevents(
         for event in pipeline.close():
             yield event
         pipeline.raise_pending()
+        _check_terminal(pipeline)
+
+
+def _check_terminal(pipeline: Pipeline) -> None:
+    if not pipeline.provider.terminal_seen:
+        raise pipeline.incomplete_error()

@@ -173,7 +173,8 @@ class Pipeline:
             raise exc
 
     def incomplete_error(self) -> IncompleteStreamError:
-        name = self.provider.name
+        # For ``auto``, name the provider it detected.
+        name = getattr(self.provider, "chosen", None) or self.provider.name
         return IncompleteStreamError(
             f"{name}: the stream ended after {self.bytes_seen} bytes without the provider's "
             "terminal event; the answer may be cut short",

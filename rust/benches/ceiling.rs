@@ -27,7 +27,9 @@ fn time_it<F: FnMut()>(budget: Duration, mut f: F) -> f64 {
     let start = Instant::now();
     f();
     let first = start.elapsed().max(Duration::from_nanos(1));
-    let runs = (budget.as_secs_f64() / first.as_secs_f64()).clamp(3.0, 200.0) as usize;
+    let runs = usize::try_from(budget.as_nanos() / first.as_nanos())
+        .unwrap_or(200)
+        .clamp(3, 200);
     let mut times: Vec<f64> = (0..runs)
         .map(|_| {
             let t = Instant::now();
@@ -44,7 +46,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
 
@@ -125,7 +130,11 @@ impl Report {
         #[allow(clippy::cast_precision_loss)]
         let (mbps, ns_event) = (
             bytes as f64 / seconds / 1e6,
-            if events > 0 { seconds * 1e9 / events as f64 } else { 0.0 },
+            if events > 0 {
+                seconds * 1e9 / events as f64
+            } else {
+                0.0
+            },
         );
         println!(
             "{group:<34} {name:<32} {:>10.3} ms {mbps:>9.0} MB/s {ns_event:>9.1} ns/event",
@@ -169,7 +178,10 @@ fn read(dir: Option<&Path>, name: &str) -> Option<Vec<u8>> {
 fn main() {
     let dir = data_dir();
     let budget = Duration::from_millis(
-        std::env::var("SF_BENCH_BUDGET_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000),
+        std::env::var("SF_BENCH_BUDGET_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000),
     );
     let mut report = Report { rows: Vec::new() };
     match &dir {
@@ -234,7 +246,13 @@ fn main() {
         let t = time_it(budget, || {
             assert!(accumulate(&frags));
         });
-        report.row(&group, "Accumulator, 1-8B pushes", t, text.len(), frags.len());
+        report.row(
+            &group,
+            "Accumulator, 1-8B pushes",
+            t,
+            text.len(),
+            frags.len(),
+        );
         let t = time_it(budget, || {
             assert!(accumulate(&[text.as_str()]));
         });

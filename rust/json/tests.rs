@@ -404,3 +404,60 @@ proptest! {
         prop_assert_eq!(verdict, reference, "{:?}", edited);
     }
 }
+
+/// The fallback of `make fuzz` where cargo-fuzz cannot build: the properties of the
+/// `json_accumulator` fuzz target on random texts until `STREAMFOLD_FUZZ_SECONDS` (default 60)
+/// pass.
+#[test]
+#[ignore = "long-running: `make fuzz` runs it when cargo-fuzz cannot build"]
+fn fuzz_json_accumulator_time_boxed() {
+    use proptest::test_runner::{Config, TestRunner};
+    use std::time::{Duration, Instant};
+
+    let seconds = std::env::var("STREAMFOLD_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut runner = TestRunner::new(Config {
+        cases: 256,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let texts = prop_oneof![
+        json_text(),
+        prop::collection::vec(prop::sample::select(ALPHABET), 0..64)
+            .prop_map(|chars| chars.into_iter().collect::<String>()),
+        (
+            json_text(),
+            any::<prop::sample::Index>(),
+            prop::sample::select(ALPHABET)
+        )
+            .prop_map(|(text, at, c)| {
+                let mut at = at.index(text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                format!("{}{c}{}", &text[..at], &text[at..])
+            }),
+    ];
+    let strategy = (texts, prop::collection::vec(any::<usize>(), 0..16));
+    let mut rounds = 0u64;
+    while Instant::now() < deadline {
+        let result = runner.run(&strategy, |(text, cuts)| {
+            let (whole, whole_events) = feed_split(&text, &[]);
+            prop_assert_eq!(&whole, &Reference::verdict(&text), "{:?}", text);
+            let (verdict, events) = feed_split(&text, &cuts);
+            prop_assert_eq!(&verdict, &whole, "{:?}", text);
+            if !matches!(verdict, Verdict::Invalid(_)) {
+                prop_assert_eq!(events, whole_events, "{:?}", text);
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+        rounds += 1;
+    }
+    eprintln!("fuzz_json_accumulator_time_boxed: {} cases", rounds * 256);
+}

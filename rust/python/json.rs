@@ -321,6 +321,15 @@ impl JsonChange {
         }
     }
 
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        let text = self
+            .text(py)
+            .map_or_else(|| py.None().into_bound(py), Bound::into_any);
+        (self.path.bind(py), self.kind.name(), text)
+            .into_pyobject(py)?
+            .hash()
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let path = self.path.bind(py).repr()?;
         Ok(match &self.text {

@@ -204,9 +204,11 @@ def test_leading_whitespace_before_json_lines() -> None:
     assert run(data, "auto").events[1:] == run(test_cohere_v1.TOOLS, "cohere-v1").events
 
 
-def test_empty_stream_yields_nothing() -> None:
-    assert run(b"", "auto").outcome() == ([], None)
-    assert run(b": keep-alive\n\n", "auto").outcome() == ([], None)
+def test_empty_stream_yields_nothing_and_is_incomplete() -> None:
+    for data in (b"", b": keep-alive\n\n"):
+        result = run(data, "auto")
+        assert result.events == []
+        assert isinstance(result.error, sf.IncompleteStreamError)
 
 
 def test_replayed_frames_keep_their_positions() -> None:
