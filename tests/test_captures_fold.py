@@ -96,7 +96,9 @@ def check_block(got: Block, want: dict[str, Any], where: str) -> None:
         assert signature == want["signature"], where
 
 
-def check_message(message: Message, want: dict[str, Any], where: str, *, ended: bool) -> None:
+def check_message(
+    message: Message, want: dict[str, Any], where: str, *, ended: bool, failed: bool = False
+) -> None:
     blocks = compared_blocks(message)
     wanted = want["blocks"]
     assert len(blocks) == len(wanted), (
@@ -104,7 +106,8 @@ def check_message(message: Message, want: dict[str, Any], where: str, *, ended: 
     )
     for i, (got, block) in enumerate(zip(blocks, wanted, strict=True)):
         check_block(got, block, f"{where} block {i}")
-    if ended:
+    if ended or (failed and want["finish_reason"] is not None):
+        # A failure that came as a finish (Cohere ERROR, Responses failed) keeps its value.
         assert message.raw_finish_reason == want["finish_reason"], where
     else:
         # The terminal event never came (or was an error raised instead): the raw finish
@@ -152,7 +155,13 @@ def check(path: Path, chunks: list[bytes]) -> None:
         for got, want in zip(message.choices, expected["choices"], strict=True):
             check_message(got, want, f"{where} choice {want['index']}", ended=got.complete)
     else:
-        check_message(message, expected["message"], where, ended=error is None)
+        check_message(
+            message,
+            expected["message"],
+            where,
+            ended=error is None,
+            failed=isinstance(error, sf.StreamError) and error.raw_finish_reason is not None,
+        )
     ids = {expected.get("response_id"), expected.get("generation_id")}
     assert message.id in ids, where
     if expected.get("model"):

@@ -95,6 +95,7 @@ class StreamError(StreamfoldError):
         status: int | None = None,
         retryable_without_duplicate: bool = False,
         position: int | None = None,
+        raw_finish_reason: str | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
@@ -106,6 +107,9 @@ class StreamError(StreamfoldError):
         self.status = status
         self.retryable_without_duplicate = retryable_without_duplicate
         self.position = position
+        #: The provider's finish value when the error came as a finish (Cohere ``ERROR``,
+        #: Responses ``failed``); the partial message carries it too.
+        self.raw_finish_reason = raw_finish_reason
         #: For an HTTP error status: the server's ``Retry-After``, in seconds.
         self.retry_after = retry_after
 

@@ -665,6 +665,8 @@ class Folder:
                     if snap.tool_call is not None and b.kind == "tool_call":
                         calls.append(snap.tool_call)
             finish, raw_finish = m.finish_reason, m.raw_finish_reason
+            if error is not None and raw_finish is None:
+                raw_finish = error.raw_finish_reason
             if error is not None and not m.complete and finish is None:
                 finish = "error"
             out.append(

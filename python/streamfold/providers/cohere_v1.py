@@ -358,6 +358,7 @@ class CohereV1(Provider):
             raise StreamError(
                 "the stream ended with finish_reason ERROR",
                 code=raw_reason,
+                raw_finish_reason=raw_reason,
                 provider=self.name,
                 raw=p,
                 position=self.position,

@@ -339,6 +339,7 @@ class CohereV2(Provider):
             raise StreamError(
                 str(delta.get("error") or "the stream ended with finish_reason ERROR"),
                 code=delta.get("error_type") or raw_reason,
+                raw_finish_reason=raw_reason,
                 provider=self.name,
                 raw=frame,
                 position=self.position,

@@ -268,7 +268,7 @@ class OpenAIResponses(Provider):
         self.terminal_seen = True
         out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=frame))
 
-    def _raise(self, error: Any, frame: Any) -> None:
+    def _raise(self, error: Any, frame: Any, raw_finish_reason: str | None = None) -> None:
         if error.__class__ is not dict:
             error = {"message": str(error)}
         code = error.get("code")
@@ -283,12 +283,13 @@ class OpenAIResponses(Provider):
             raw=frame,
             position=self.position,
             retryable_without_duplicate=self._next_block == 0,
+            raw_finish_reason=raw_finish_reason,
         )
 
     def _failed(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         response = p.get("response")
         error = response.get("error") if response.__class__ is dict else None
-        self._raise(error or {"message": "the response failed", "code": "failed"}, frame)
+        self._raise(error or {"message": "the response failed", "code": "failed"}, frame, "failed")
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         nested = p.get("error")
