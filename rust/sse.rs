@@ -11,6 +11,18 @@
 //! is ASCII, and an ASCII byte never continues a multi-byte sequence, so a split there cannot
 //! change how the bytes around it decode (invalid sequences become U+FFFD either way).
 
+use std::borrow::Cow;
+
+/// UTF-8 decoding with U+FFFD for invalid sequences, as the WHATWG "UTF-8 decode" does.
+/// Valid text (nearly all of it) takes the fast validating path; `from_utf8_lossy` alone walks
+/// byte by byte.
+pub fn decode_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Default cap on one event's data (and on any single field value): 16 MiB.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
@@ -26,7 +38,7 @@ pub struct EventRef<'a> {
     /// The event type; `"message"` when the stream named none.
     pub event: &'a str,
     /// The data as received: UTF-8, except where the stream was not. Decode it with
-    /// [`String::from_utf8_lossy`] (invalid bytes become U+FFFD, as the spec says) when it is
+    /// [`decode_lossy`] (invalid bytes become U+FFFD, as the spec says) when it is
     /// needed as text: the binding does so lazily, and parses JSON straight from these bytes.
     pub data: &'a [u8],
     /// The last event id at the time of dispatch (persists across events).
@@ -48,7 +60,7 @@ impl From<EventRef<'_>> for Event {
     fn from(e: EventRef<'_>) -> Self {
         Event {
             event: e.event.to_owned(),
-            data: String::from_utf8_lossy(e.data).into_owned(),
+            data: decode_lossy(e.data).into_owned(),
             id: e.id.to_owned(),
             retry: e.retry,
         }
@@ -429,14 +441,12 @@ impl SseDecoder {
             }
             Field::Event => {
                 self.event_type.clear();
-                self.event_type
-                    .push_str(&String::from_utf8_lossy(&self.value));
+                self.event_type.push_str(&decode_lossy(&self.value));
             }
             Field::Id => {
                 if !self.value.contains(&0) {
                     self.id_buffer.clear();
-                    self.id_buffer
-                        .push_str(&String::from_utf8_lossy(&self.value));
+                    self.id_buffer.push_str(&decode_lossy(&self.value));
                 }
             }
             Field::Retry => {

@@ -8,7 +8,6 @@
 //! inside it; if there is an error, it is raised with those frames in `.events`, and whatever
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
-use std::borrow::Cow;
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -19,7 +18,7 @@ use pyo3::{intern, IntoPyObjectExt};
 
 use super::errors::make_error;
 use crate::jsonl;
-use crate::sse::{self, EventRef, SseError};
+use crate::sse::{self, decode_lossy, EventRef, SseError};
 
 /// Parse JSON text into Python objects the way `json.loads` does (NaN and Infinity included).
 pub fn parse_json<'py>(
@@ -71,7 +70,7 @@ fn closed(what: &str) -> PyErr {
 ///
 /// The data is kept as the bytes received and becomes a `str` on first access: most events
 /// are only ever parsed as JSON, which `json()` does straight from those bytes.
-#[pyclass(frozen, module = "streamfold._core", freelist = 64)]
+#[pyclass(frozen, module = "streamfold._core")]
 pub struct ServerSentEvent {
     /// The event type; `"message"` when the stream named none.
     #[pyo3(get)]
@@ -82,7 +81,8 @@ pub struct ServerSentEvent {
     /// The `retry` value given inside this event's block, if any.
     #[pyo3(get)]
     retry: Option<u64>,
-    raw: Box<[u8]>,
+    /// A `bytes` rather than a Rust allocation: Python's small-object allocator is faster.
+    raw: Py<PyBytes>,
     text: PyOnceLock<Py<PyString>>,
 }
 
@@ -101,7 +101,7 @@ impl ServerSentEvent {
             .filter(|e| e.len().is_ok_and(|n| n > 0))
             .unwrap_or_else(|| intern!(py, "message").clone());
         let data = data.unwrap_or_else(|| intern!(py, "").clone());
-        let raw = Box::from(data.to_string_lossy().as_bytes());
+        let raw = PyBytes::new(py, data.to_string_lossy().as_bytes()).unbind();
         let text = PyOnceLock::new();
         let _ = text.set(py, data.unbind());
         ServerSentEvent {
@@ -117,21 +117,22 @@ impl ServerSentEvent {
     fn data(&self, py: Python<'_>) -> Py<PyString> {
         self.text
             .get_or_init(py, || {
-                if self.raw.is_empty() {
+                let raw = self.raw.as_bytes(py);
+                if raw.is_empty() {
                     return intern!(py, "").clone().unbind();
                 }
-                PyString::new(py, &String::from_utf8_lossy(&self.raw)).unbind()
+                // CPython validates as it decodes: one pass over valid text, the common case.
+                PyString::from_bytes(py, raw)
+                    .unwrap_or_else(|_| PyString::new(py, &String::from_utf8_lossy(raw)))
+                    .unbind()
             })
             .clone_ref(py)
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text: Cow<'_, [u8]> = match std::str::from_utf8(&self.raw) {
-            Ok(_) => Cow::Borrowed(&self.raw),
-            Err(_) => Cow::Owned(String::from_utf8_lossy(&self.raw).into_owned().into_bytes()),
-        };
-        parse_json(py, &text).map_err(|e| {
+        let text = decode_lossy(self.raw.as_bytes(py));
+        parse_json(py, text.as_bytes()).map_err(|e| {
             let msg = format!(
                 "event {}: data is not valid JSON: {} at byte {} of the data",
                 self.event.bind(py),
@@ -150,7 +151,7 @@ impl ServerSentEvent {
     fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
         let same = |a: &Py<PyString>, b: &Py<PyString>| PyAnyMethods::eq(a.bind(py).as_any(), b);
         Ok(self.retry == other.retry
-            && String::from_utf8_lossy(&self.raw) == String::from_utf8_lossy(&other.raw)
+            && decode_lossy(self.raw.as_bytes(py)) == decode_lossy(other.raw.as_bytes(py))
             && same(&self.event, &other.event)?
             && same(&self.id, &other.id)?)
     }
@@ -228,7 +229,7 @@ impl Strings {
             event: self.event_type(py, e.event),
             id: self.id(py, e.id),
             retry: e.retry,
-            raw: Box::from(e.data),
+            raw: PyBytes::new(py, e.data).unbind(),
             text: PyOnceLock::new(),
         };
         Ok(Bound::new(py, event)?.into_any().unbind())
