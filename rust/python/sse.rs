@@ -8,11 +8,11 @@
 //! inside it; if there is an error, it is raised with those frames in `.events`, and whatever
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::{MutexExt, PyOnceLock};
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
@@ -83,7 +83,10 @@ pub struct ServerSentEvent {
     retry: Option<u64>,
     /// A `bytes` rather than a Rust allocation: Python's small-object allocator is faster.
     raw: Py<PyBytes>,
-    text: PyOnceLock<Py<PyString>>,
+    /// The data as `str`, once asked for. A plain `OnceLock` filled without blocking (see
+    /// `data`): `PyOnceLock` detaches from the interpreter to initialise, which costs more than
+    /// making the string.
+    text: OnceLock<Py<PyString>>,
 }
 
 #[pymethods]
@@ -102,8 +105,8 @@ impl ServerSentEvent {
             .unwrap_or_else(|| intern!(py, "message").clone());
         let data = data.unwrap_or_else(|| intern!(py, "").clone());
         let raw = PyBytes::new(py, data.to_string_lossy().as_bytes()).unbind();
-        let text = PyOnceLock::new();
-        let _ = text.set(py, data.unbind());
+        let text = OnceLock::new();
+        let _ = text.set(data.unbind());
         ServerSentEvent {
             event: event.unbind(),
             id: id.unwrap_or_else(|| intern!(py, "").clone()).unbind(),
@@ -115,18 +118,21 @@ impl ServerSentEvent {
 
     #[getter]
     fn data(&self, py: Python<'_>) -> Py<PyString> {
-        self.text
-            .get_or_init(py, || {
-                let raw = self.raw.as_bytes(py);
-                if raw.is_empty() {
-                    return intern!(py, "").clone().unbind();
-                }
-                // CPython validates as it decodes: one pass over valid text, the common case.
-                PyString::from_bytes(py, raw)
-                    .unwrap_or_else(|_| PyString::new(py, &String::from_utf8_lossy(raw)))
-                    .unbind()
-            })
-            .clone_ref(py)
+        if let Some(text) = self.text.get() {
+            return text.clone_ref(py);
+        }
+        let raw = self.raw.as_bytes(py);
+        let text = if raw.is_empty() {
+            intern!(py, "").clone()
+        } else {
+            // CPython validates as it decodes: one pass over valid text, the common case.
+            PyString::from_bytes(py, raw)
+                .unwrap_or_else(|_| PyString::new(py, &String::from_utf8_lossy(raw)))
+        };
+        // Two threads may both get here; whichever stores first wins and both return that one.
+        // `set` never runs Python code while it holds the cell, so it cannot deadlock.
+        let _ = self.text.set(text.clone().unbind());
+        self.text.get().map_or(text.unbind(), |t| t.clone_ref(py))
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
@@ -230,7 +236,7 @@ impl Strings {
             id: self.id(py, e.id),
             retry: e.retry,
             raw: PyBytes::new(py, e.data).unbind(),
-            text: PyOnceLock::new(),
+            text: OnceLock::new(),
         };
         Ok(Bound::new(py, event)?.into_any().unbind())
     }
