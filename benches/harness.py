@@ -68,7 +68,7 @@ def measure(
     benchmark.extra_info["first_call_seconds"] = first
     if check is not None:
         check(result)
-    rounds = max(1, min(50, int(budget / max(first, 1e-9))))
+    rounds = max(1, min(300, int(budget / max(first, 1e-9))))
     if setup is not None:
         benchmark.pedantic(impl.fn, setup=setup, rounds=rounds, iterations=1)
     else:

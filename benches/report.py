@@ -24,6 +24,7 @@ class Cell:
     per_pass: dict[int, float] = field(default_factory=dict)
     rounds: int = 0
     ratio: float | None = None  # this implementation's time / the primary's, median over passes
+    ratio_range: tuple[float, float] | None = None  # lowest and highest per-pass ratio
     extra: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None
 
@@ -89,6 +90,7 @@ class Tables:
                 ]
                 if ratios:
                     cell.ratio = statistics.median(ratios)
+                    cell.ratio_range = (min(ratios), max(ratios))
         return cls(timed, dict(by_group))
 
     def area(self, prefix: str) -> list[Table]:
@@ -156,7 +158,13 @@ def _md_table(header: list[str], rows: Iterable[list[str]]) -> str:
 
 def timed_table(table: Table, *, unit: str = "events") -> str:
     """One comparison table: median, rates, and how many times faster streamfold is."""
-    header = ["implementation", "median", f"{unit}/s", "MB/s", "streamfold is … faster"]
+    header = [
+        "implementation",
+        "median",
+        f"{unit}/s",
+        "MB/s",
+        "streamfold is … faster (range over passes)",
+    ]
     rows = []
     for cell in table.cells.values():
         name = f"**{cell.impl}**" if cell.primary else cell.impl
@@ -173,6 +181,9 @@ def timed_table(table: Table, *, unit: str = "events") -> str:
             speed = f"(takes {cell.ratio:.2f}x the baseline's time)"
         else:
             speed = fmt_ratio(cell.ratio)
+            if cell.ratio_range and len(cell.per_pass) > 1:
+                lo, hi = cell.ratio_range
+                speed += f" ({lo:.2f}-{hi:.2f})"
         rows.append([name, fmt_time(cell.median), fmt_rate(rate), mbps, speed])
     return _md_table(header, rows)
 
@@ -229,7 +240,8 @@ def plots(tables: Tables, folder: Path) -> dict[str, Path]:
         by_impl = defaultdict(list)
         for r in rows:
             if "seconds" in r:
-                by_impl[r["impl"]].append((r["size"], r["seconds"], r["peak_bytes"]))
+                cold = r.get("cold_seconds", r["seconds"])
+                by_impl[r["impl"]].append((r["size"], cold, r["peak_bytes"]))
         if not by_impl:
             continue
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.4))
@@ -246,7 +258,7 @@ def plots(tables: Tables, folder: Path) -> dict[str, Path]:
             ax.grid(True, which="both", alpha=0.3)
         ax1.set_ylabel("seconds")
         ax2.set_ylabel("peak memory growth (MiB)")
-        ax1.set_title(f"one event, {mode}: time", fontsize=9)
+        ax1.set_title(f"one event, {mode}: time (cold run)", fontsize=9)
         ax2.set_title("peak memory", fontsize=9)
         ax2.legend(fontsize=7)
         save(fig, label)
@@ -338,7 +350,11 @@ def _section_big(tables: Tables) -> str:
         if "timeout" in r:
             return f"> {r['timeout']:.0f} s (stopped)"
         beyond = (r["peak_bytes"] - r["retained_bytes"]) / r["size"]
-        return f"{fmt_time(r['seconds'])}, peak {fmt_bytes(r['peak_bytes'])} ({beyond:+.1f}x)"
+        cold = r.get("cold_seconds", r["seconds"])
+        return (
+            f"{fmt_time(r['seconds'])} (cold {fmt_time(cold)}), peak "
+            f"{fmt_bytes(r['peak_bytes'])} ({beyond:+.1f}x)"
+        )
 
     header = ["implementation", *[f"{s // MiB} MiB" for s in sizes]]
     out = [
@@ -346,7 +362,9 @@ def _section_big(tables: Tables) -> str:
         "",
         "One SSE event of 1-64 MiB (a JSON document: base64-like text with one emoji, so a "
         "`str` of it takes 4 bytes per character), read in 4 KiB chunks and fed at once. Each "
-        "cell is a fresh process: time is the best of up to 5 runs, peak is the growth of the "
+        "cell is a fresh process: time is the best of up to 5 runs, and in brackets the first "
+        "run's (cold: every page of memory new to the process, as for a one-off big event; "
+        "the verdicts and plots use it); peak is the growth of the "
         "resident set (VmHWM reset before the run) with the returned event held; in brackets "
         "the peak beyond the returned event's own data, in multiples of the event size "
         "(streamfold keeps the UTF-8 bytes; a Python `str` of this text takes 4 bytes per "
@@ -371,8 +389,9 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
         "The Rust-only benchmark (`cargo bench --bench ceiling -- target/bench-data`, "
         "`rust/benches/ceiling.rs`) runs the framer and the JSON accumulator on the same bytes "
         "with no Python object made, beside a plain `memchr` scan for the blank lines that end "
-        "events. Below it, the Python-facing path in cumulative stages on the same stream: "
-        "each stage's cost is the difference to the stage above.",
+        "events. Below it, the Python-facing path in stages on the same stream, each built on "
+        "the one it names: a stage's cost is the difference to that one (noise can make a "
+        "small difference negative).",
         "",
         _repro("profile") + " The Rust figures alone: `cargo bench --bench ceiling -- "
         "target/bench-data` after `python benches/workloads.py target/bench-data`.",
@@ -400,6 +419,42 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
         ]
     else:
         out += ["The Rust ceiling was not run (`cargo` missing or `--no-ceiling`).", ""]
+    json_rows = []
+    for table in tables.area("partial-json"):
+        cell = table.primary
+        if cell is None or cell.median is None:
+            continue
+        kb = int(cell.extra.get("size", 0)) // 1000
+        rust = next(
+            (
+                r
+                for r in ceiling
+                if r["group"] == f"partial-json | {kb} KB" and r["name"].endswith("1-8B pushes")
+            ),
+            None,
+        )
+        if rust is None:
+            continue
+        json_rows.append(
+            [
+                f"{kb:,} KB",
+                fmt_time(rust["seconds"]),
+                fmt_time(cell.median),
+                f"{cell.median / rust['seconds']:.1f}x",
+            ]
+        )
+    if json_rows:
+        out += [
+            "**JSON accumulator: Rust only vs from Python** (the same texts in 1-8 byte or "
+            "character fragments; Rust: "
+            "`Accumulator::push` only; Python: `push()` plus a `partial()` preview after every "
+            "fragment, building Python objects)",
+            "",
+            _md_table(
+                ["arguments", "Rust only", "Python, with previews", "Python / Rust"], json_rows
+            ),
+            "",
+        ]
     for table in tables.area("profile"):
         provider = table.group.split(" | ")[1].split()[0]
         rust = {r["name"]: r for r in ceiling if r["group"] == f"framing | {provider} stream"}
@@ -415,27 +470,45 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
                 rows.append([label, f"{per:,.0f}", fmt_rate(1e9 / per), "", ""])
                 prev = per if key.startswith("SseDecoder") else prev
         rust_framer = prev
+        per_stage: dict[str, float] = {"0b": prev} if prev is not None else {}
         last = None
         for cell in table.cells.values():
             if cell.median is None:
                 rows.append([cell.impl, "not run", "", "", cell.skipped or ""])
                 continue
             per = cell.median * 1e9 / cell.extra["events"]
-            delta = f"{per - prev:+,.0f}" if prev is not None else ""
+            parent = per_stage.get(str(cell.extra.get("parent")))
+            delta = f"{per - parent:+,.0f}" if parent is not None else ""
             share = f"the Rust framer is {rust_framer / per:.0%} of this" if rust_framer else ""
             rows.append([cell.impl, f"{per:,.0f}", fmt_rate(1e9 / per), delta, share])
-            prev = last = per
+            per_stage[str(cell.extra.get("stage"))] = per
+            last = per
         out += [
             f"**{table.group.split(' | ', 1)[1]}**",
             "",
             _md_table(["stage", "ns/event", "events/s", "stage cost (ns/event)", "note"], rows),
             "",
         ]
-        if rust_framer and last:
+        if all(k in per_stage for k in ("0b", "1", "3", "4", "5")):
+            parts = [
+                ("framing in Rust", per_stage["0b"]),
+                ("making the event objects", per_stage["1"] - per_stage["0b"]),
+                ("JSON to Python objects", per_stage["3"] - per_stage["1"]),
+                ("provider mapping", per_stage["4"] - per_stage["3"]),
+                ("folding", per_stage["5"] - per_stage["4"]),
+            ]
+            total = per_stage["5"]
+            text = "; ".join(f"{name} {ns:,.0f} ns ({ns / total:.0%})" for name, ns in parts)
             out += [
-                f"The Rust framer alone is {rust_framer:,.0f} ns/event; the full fold from "
-                f"Python is {last:,.0f} ns/event, so the framing ceiling is "
-                f"{rust_framer / last:.0%} of the end-to-end cost.",
+                f"Where the {total:,.0f} ns/event of `fold()` go: {text}. Making a `str` of "
+                f"each event's data (stage 2) costs {per_stage.get('2', 0) - per_stage['1']:,.0f}"
+                " ns/event on top of stage 1 for callers that read `.data`.",
+                "",
+            ]
+        elif rust_framer and last:
+            out += [
+                f"The Rust framer alone is {rust_framer:,.0f} ns/event; the last stage "
+                f"measured is {last:,.0f} ns/event.",
                 "",
             ]
     return "\n".join(out)

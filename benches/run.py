@@ -265,7 +265,7 @@ def main() -> None:
     results = Results.load(out)
     tables = report.Tables.build(results.passes, results.records)
     plots = report.plots(tables, output.parent / "benches" / "plots" if full else out / "plots")
-    verdicts = goals.evaluate(tables, results.ceiling)
+    verdicts = goals.evaluate(tables, results.ceiling, results.callgrind)
     text = report.render(results, tables, verdicts, plots, output.parent)
     output.write_text(text, encoding="utf-8")
     print(f"wrote {output}")

@@ -3,6 +3,8 @@ the real captures, per provider."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 import pytest
@@ -90,15 +92,32 @@ def _capture_impls(provider: str) -> list[peers.Impl]:
         sf.fold([c.data], provider=c.provider)
         return 1
 
+    def httpx_sse_json(c: Capture) -> int:
+        if c.provider == "cohere-v1":  # JSON lines: what a hand-rolled reader does
+            return len([json.loads(line) for line in c.data.splitlines() if line.strip()])
+        n = 0
+        for ev in peers._httpx_sse_iter([c.data]):
+            with contextlib.suppress(ValueError):  # [DONE] and other non-JSON payloads
+                json.loads(ev.data)
+            n += 1
+        return n
+
     missing_events = peers.sf_missing(f"provider:{provider}")
     return [
-        peers.Impl("streamfold SSEDecoder only", frames, peers.sf_missing("SSEDecoder")),
+        peers.Impl("streamfold framer only", frames, peers.sf_missing("SSEDecoder")),
         peers.Impl("streamfold events()", events, missing_events),
         peers.Impl("streamfold fold()", fold, missing_events or peers.sf_missing("fold")),
+        peers.Impl(
+            "httpx-sse+json (json.loads per line for JSON lines)",
+            httpx_sse_json,
+            peers._module("httpx_sse"),
+        ),
     ]
 
 
-@pytest.mark.parametrize("impl_index", [0, 1, 2], ids=["SSEDecoder", "events", "fold"])
+@pytest.mark.parametrize(
+    "impl_index", [0, 1, 2, 3], ids=["framer", "events", "fold", "httpx-sse+json"]
+)
 @pytest.mark.parametrize("provider", CAPTURE_PROVIDERS)
 def test_captures(benchmark: Any, provider: str, impl_index: int) -> None:
     caps = _by_provider().get(provider, [])

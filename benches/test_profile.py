@@ -35,18 +35,22 @@ def _fold(provider: str) -> Any:
     return run
 
 
+#: stage -> the stage it adds to (the report's "stage cost" is the difference).
+PARENT = {"1": "0b", "2": "1", "3": "1", "4": "3", "5": "4"}
+
+
 def stages(provider: str) -> list[peers.Impl]:
     framing = peers.sf_missing("SSEDecoder")
     return [
         peers.Impl("1 framing: SSEDecoder.feed -> event objects", _feed_only, framing),
-        peers.Impl("2 + reading .event and .data", peers.sf_frames, framing),
-        peers.Impl("3 + ServerSentEvent.json()", peers.sf_frames_json, framing),
+        peers.Impl("2 = 1 + reading .event and .data (a str per event)", peers.sf_frames, framing),
+        peers.Impl("3 = 1 + ServerSentEvent.json() (no .data)", peers.sf_frames_json, framing),
         peers.Impl(
-            "4 events(): + provider mapping",
+            "4 = 3 + provider mapping: events()",
             _events(provider),
             peers.sf_missing(f"provider:{provider}"),
         ),
-        peers.Impl("5 fold(): + folding", _fold(provider), peers.sf_missing("fold")),
+        peers.Impl("5 = 4 + folding: fold()", _fold(provider), peers.sf_missing("fold")),
     ]
 
 
@@ -69,4 +73,6 @@ def test_stage(benchmark: Any, provider: str, impl: peers.Impl) -> None:
         primary=impl.name.startswith("5"),
         events=s.events,
         bytes=s.size,
+        stage=impl.name[0],
+        parent=PARENT[impl.name[0]],
     )

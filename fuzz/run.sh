@@ -4,7 +4,8 @@
 # Uses cargo-fuzz (installed from crates.io when missing) with a nightly toolchain when one is
 # installed, else with the stable one and RUSTC_BOOTSTRAP=1. If cargo-fuzz cannot build here,
 # falls back to the time-boxed property tests of the crate (`cargo test -- --ignored fuzz_`),
-# which check the same properties on random inputs.
+# which check the same properties on random inputs: each target's twin there is an #[ignore]d
+# test named `fuzz_<target>_time_boxed` that runs for STREAMFOLD_FUZZ_SECONDS.
 set -euo pipefail
 seconds="${1:-60}"
 cd "$(dirname "$0")"

@@ -516,3 +516,12 @@ def test_data_is_decoded_once_and_json_reads_the_same_text() -> None:
     assert event.data is event.data
     assert event == ServerSentEvent(data='{"t": "café \ufffd"}')
     assert hash(event) == hash(ServerSentEvent(data='{"t": "café \ufffd"}'))
+
+
+@pytest.mark.parametrize("tail", [b"", "é".encode(), "中".encode(), "😀".encode(), b"\xff\xe2\x82"])
+def test_large_data_decodes_exactly_like_small(tail: bytes) -> None:
+    # Texts of 64 KiB and more are built by a different path; the result must not differ.
+    for head in ("ab" * 40_000, "é" * 40_000, "中" * 30_000):
+        raw = head.encode() + tail
+        (event,) = decode(b"data: " + raw + b"\n\n")
+        assert event.data == raw.decode("utf-8", "replace")

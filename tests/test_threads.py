@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from streamfold import JsonLinesDecoder, ServerSentEvent, SSEDecoder
+from streamfold import JsonLinesDecoder, ProtocolError, ServerSentEvent, SSEDecoder
 
 THREADS = 8
 
@@ -117,7 +117,10 @@ def test_one_decoder_shared_by_threads_fed_torn_chunks_does_not_crash() -> None:
     def work(n: int) -> int:
         events = 0
         for chunk in split_randomly(stream_for(n, 100), random.Random(100 + n)):
-            events += len(dec.feed(chunk))
+            try:
+                events += len(dec.feed(chunk))
+            except ProtocolError as exc:  # a torn stream may well hold an oversized event
+                events += len(exc.events)
             fed[n] += len(chunk)
         return events
 

@@ -116,6 +116,7 @@ impl ServerSentEvent {
         }
     }
 
+    /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
     #[getter]
     fn data(&self, py: Python<'_>) -> Py<PyString> {
         if let Some(text) = self.text.get() {
@@ -124,6 +125,8 @@ impl ServerSentEvent {
         let raw = self.raw.as_bytes(py);
         let text = if raw.is_empty() {
             intern!(py, "").clone()
+        } else if raw.len() >= LARGE_TEXT {
+            large_pystring(py, &decode_lossy(raw))
         } else {
             // CPython validates as it decodes: one pass over valid text, the common case.
             PyString::from_bytes(py, raw)
@@ -184,6 +187,67 @@ impl ServerSentEvent {
             self.retry.into_bound_py_any(py)?.repr()?,
         ))
     }
+}
+
+/// From this size on, `str`s are built at their final width (see `large_pystring`).
+const LARGE_TEXT: usize = 64 * 1024;
+
+/// A `str` built in place at its final width. Python's own decoder widens its buffer as wider
+/// characters turn up, so one emoji at the end of a 16 MiB text holds a 2-byte copy and the
+/// 4-byte one at once; counting first and filling once keeps the peak at the result itself.
+#[cfg(not(feature = "abi3"))]
+fn large_pystring<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+    use pyo3::ffi;
+
+    let (count, max) = if text.is_ascii() {
+        (text.len(), 0x7F)
+    } else {
+        text.chars()
+            .fold((0usize, 0u32), |(n, m), c| (n + 1, m.max(u32::from(c))))
+    };
+    let Ok(size) = ffi::Py_ssize_t::try_from(count) else {
+        return PyString::new(py, text);
+    };
+    // SAFETY: `PyUnicode_New` returns a new reference to a string of `count` characters whose
+    // kind fits `max`, or null (out of memory, then we let `PyString::new` report it). Every
+    // character is below `max`, so each one fits the kind's width, and `count` of them fill
+    // the buffer exactly.
+    unsafe {
+        let ptr = ffi::PyUnicode_New(size, max);
+        if ptr.is_null() {
+            ffi::PyErr_Clear();
+            return PyString::new(py, text);
+        }
+        let data = ffi::PyUnicode_DATA(ptr);
+        match ffi::PyUnicode_KIND(ptr) {
+            ffi::PyUnicode_1BYTE_KIND if max < 0x80 => {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), data.cast::<u8>(), count);
+            }
+            ffi::PyUnicode_1BYTE_KIND => fill(text, data.cast::<u8>()),
+            ffi::PyUnicode_2BYTE_KIND => fill(text, data.cast::<u16>()),
+            _ => fill(text, data.cast::<u32>()),
+        }
+        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
+    }
+}
+
+/// Write the characters of `text` as code units of `T`, which each of them fits.
+///
+/// # Safety
+/// `out` must have room for as many `T` as `text` has characters.
+#[cfg(not(feature = "abi3"))]
+unsafe fn fill<T: TryFrom<u32>>(text: &str, out: *mut T) {
+    for (i, c) in text.chars().enumerate() {
+        if let Ok(unit) = T::try_from(u32::from(c)) {
+            // SAFETY: `i` is below the character count the caller allocated for.
+            unsafe { out.add(i).write(unit) };
+        }
+    }
+}
+
+#[cfg(feature = "abi3")]
+fn large_pystring<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+    PyString::new(py, text)
 }
 
 /// How many distinct event types a decoder keeps as ready-made strings.
