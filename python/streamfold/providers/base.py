@@ -17,6 +17,7 @@ Rules every provider follows:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
 from ..errors import ProtocolError
@@ -28,7 +29,7 @@ __all__ = ["Framing", "Provider"]
 Framing = Literal["sse", "jsonl", "auto"]
 
 
-class Provider:
+class Provider(ABC):
     """Base class of the provider modules."""
 
     #: The provider's name as users pass it (``"cohere-v2"``).
@@ -45,12 +46,16 @@ class Provider:
         #: The provider's resume cursor (Clouisle ``sequence``, Responses ``sequence_number``).
         self.sequence: int | None = None
 
+    @abstractmethod
     def handle(self, frame: Any, out: list[Event]) -> None:
         """Map one frame to events appended to ``out``."""
-        raise NotImplementedError
 
     def finish(self, out: list[Event]) -> None:
-        """End of input: append any closing events, check end-of-stream rules."""
+        """End of input: append any closing events, check end-of-stream rules.
+
+        Nothing by default: most providers decide everything at their terminal event.
+        """
+        return
 
     # -- helpers for the provider modules ---------------------------------------------------
 
