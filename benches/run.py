@@ -57,6 +57,7 @@ class Results:
     ceiling: list[dict[str, Any]] = field(default_factory=list)
     callgrind: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    callgrind_error: str = ""
 
     @classmethod
     def load(cls, folder: Path) -> Results:
@@ -69,6 +70,9 @@ class Results:
             p = folder / f"{name}.json"
             if p.exists():
                 setattr(r, name, json.loads(p.read_text()))
+        error = folder / "callgrind-error.txt"
+        if error.exists():
+            r.callgrind_error = error.read_text()
         meta = folder / "meta.json"
         if meta.exists():
             r.meta = json.loads(meta.read_text())
@@ -147,6 +151,7 @@ def run_callgrind(out: Path, data: Path) -> None:
     if shutil.which("valgrind") is None:
         print("valgrind not found: instruction counts are skipped", flush=True)
         return
+    log = out / "callgrind.log"
     _run(
         [
             sys.executable,
@@ -156,8 +161,12 @@ def run_callgrind(out: Path, data: Path) -> None:
             "--json",
             str(out / "callgrind.json"),
         ],
-        log=out / "callgrind.log",
+        log=log,
     )
+    if not (out / "callgrind.json").exists():
+        tail = [ln for ln in log.read_text().splitlines() if not ln.startswith("==")][-3:]
+        (out / "callgrind-error.txt").write_text("\n".join(tail))
+        print(f"callgrind failed (see {log})", flush=True)
 
 
 def _cpu_model() -> str:

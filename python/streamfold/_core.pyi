@@ -1,5 +1,6 @@
 """The native core. Users import from ``streamfold``, never from here."""
 
+from collections.abc import Sequence
 from typing import Any, Literal, final
 
 __all__ = [
@@ -8,6 +9,8 @@ __all__ = [
     "JsonLinesDecoder",
     "SSEDecoder",
     "ServerSentEvent",
+    "SlotBuilder",
+    "TemplateCut",
     "__version__",
 ]
 
@@ -30,6 +33,8 @@ class ServerSentEvent:
     def id(self) -> str: ...
     @property
     def retry(self) -> int | None: ...
+    @property
+    def data_bytes(self) -> bytes: ...
     def json(self) -> Any: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -85,3 +90,21 @@ class JsonAccumulator:
     def value(self) -> Any: ...
     def partial(self) -> Any: ...
     def partial_with_changes(self) -> tuple[Any, list[JsonChange]]: ...
+
+@final
+class SlotBuilder:
+    """``SlotBuilder(cls, names, fixed).build(*values)``: ``object.__new__(cls)``, then
+    ``object.__setattr__`` of each name in ``names`` to its value and of each ``fixed`` pair."""
+
+    def __new__(
+        cls, type_: type, names: Sequence[str], fixed: Sequence[tuple[str, Any]], /
+    ) -> SlotBuilder: ...
+    def build(self, *values: Any) -> Any: ...
+
+@final
+class TemplateCut:
+    """``TemplateCut(prefix, rest).read(frame)``: the body of a frame whose data is ``prefix``
+    + a plain JSON string body + ``rest``, else ``None`` (see ``providers/_chunk_template``)."""
+
+    def __new__(cls, prefix: bytes, rest: bytes) -> TemplateCut: ...
+    def read(self, frame: object) -> str | None: ...

@@ -25,6 +25,7 @@ from .events import Event
 from .folder import Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
+from .providers import Provider
 from .source import async_byte_chunks, sync_byte_chunks
 
 __all__ = ["afold", "fold"]
@@ -45,7 +46,7 @@ def fold(
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     folder = Folder(pipeline.provider.name, strict=strict)
-    run = _Runner(folder)
+    run = _Runner(folder, pipeline.provider)
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
             feed = pipeline.feed
@@ -72,7 +73,7 @@ async def afold(
     """Async twin of :func:`fold` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     folder = Folder(pipeline.provider.name, strict=strict)
-    run = _Runner(folder)
+    run = _Runner(folder, pipeline.provider)
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
             feed = pipeline.feed
@@ -90,15 +91,25 @@ async def afold(
 
 
 class _Runner:
-    """``Folder.add`` inlined over a batch of events: one dict lookup per event."""
+    """``Folder.add`` inlined over a batch of events: one dict lookup per event.
 
-    __slots__ = ("_dispatch", "_resolve")
+    It also hands the provider the folder's direct text sink (``Provider.text_sink``): a plain
+    text delta then goes straight into its block, with no event made. Any folded event may
+    change where text goes, so each batch of events drops the provider's appender first.
+    """
 
-    def __init__(self, folder: Folder) -> None:
+    __slots__ = ("_dispatch", "_provider", "_resolve")
+
+    def __init__(self, folder: Folder, provider: Provider) -> None:
         self._dispatch = folder.dispatch
         self._resolve: Callable[[type], Callable[[Any], None]] = folder.handler_for
+        self._provider = provider
+        provider.text_sink = folder.text_appender
 
     def __call__(self, events: list[Event]) -> None:
+        if not events:
+            return
+        self._provider.text_direct = None
         dispatch = self._dispatch
         for event in events:
             try:

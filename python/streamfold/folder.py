@@ -491,6 +491,21 @@ class Folder:
         self._dispatch[cls] = handler
         return handler
 
+    def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
+        """A direct ``append`` for the text of block ``index`` of ``choice``: calling it is
+        folding a ``BlockDelta`` of that text, as long as no other event is folded in between
+        (the caller's promise; ``fold`` drops the appender whenever it folds an event).
+
+        Only for the block the last delta went to, when its text is plain pieces (not a tool
+        call's JSON, not a closed block): every other case needs ``_on_delta`` in full.
+        """
+        b = self._last
+        if b.index != index or b.choice != choice or b.push != b.pieces.append:
+            return None
+        # What ``_on_delta`` does besides the append, done once for the whole run of deltas.
+        self._mark(b)
+        return b.pieces.append
+
     @property
     def dispatch(self) -> dict[type, Callable[[Any], None]]:
         """Event class -> bound handler, for loops that inline :meth:`add`."""

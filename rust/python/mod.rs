@@ -3,14 +3,20 @@
 
 mod errors;
 mod json;
+mod slots;
 mod sse;
+mod template;
 
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     #[pymodule_export]
     use super::json::{JsonAccumulator, JsonChange};
     #[pymodule_export]
+    use super::slots::SlotBuilder;
+    #[pymodule_export]
     use super::sse::{JsonLinesDecoder, SSEDecoder, ServerSentEvent};
+    #[pymodule_export]
+    use super::template::TemplateCut;
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

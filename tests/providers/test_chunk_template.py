@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._core import SSEDecoder
 from streamfold.pipeline import Pipeline
 from streamfold.providers._chunk_template import ChunkTemplate, decode_body
 from streamfold.providers.anthropic import Anthropic
@@ -166,3 +167,49 @@ def test_a_new_call_on_the_same_index_takes_the_fragments() -> None:
     for event in fast.of(sf.BlockDelta):
         texts[event.index] = texts.get(event.index, "") + event.text
     assert list(texts.values()) == ["abc", "abc"]
+
+
+def _learned(padding: str | None) -> ChunkTemplate:
+    provider = OpenAIChat()
+    _run(_frames(START, *(_openai(f"w{i}", padding=padding) for i in range(3))), provider)
+    template = provider._template
+    assert isinstance(template, ChunkTemplate)
+    return template
+
+
+#: Payload bytes around a body: valid UTF-8, broken sequences, and the template's own bytes.
+RAW_BODY = st.lists(
+    st.one_of(
+        BODY.map(str.encode),
+        st.sampled_from([b"\xff", b"\xc3", b"\xe2\x80", b"\xed\xa0\x80", b"\xe2\x80\xa8"]),
+    ),
+    max_size=4,
+).map(b"".join)
+
+
+@given(RAW_BODY, st.sampled_from([None, "Ab9", "é1", "a\xff"]))
+def test_reading_bytes_agrees_with_reading_text(body: bytes, padding: str | None) -> None:
+    """``read`` (the payload's bytes) and ``cut`` (the frame, in Rust) answer as ``text`` does
+    on the decoded payload, or leave the payload to the parser (``None``) when its bytes are
+    not valid UTF-8; ``cut`` answers only for plain bodies, and then as ``text`` does."""
+    template = _learned(None if padding is None else "Xy1")
+    payload = _openai("@", padding=padding).encode().replace(b"@", body)
+    if padding == "a\xff":
+        payload = payload.replace("a\xff".encode(), b"a\xff")
+    frames = SSEDecoder().feed(b"data: " + payload + b"\n\n")
+    assert len(frames) == 1
+    frame = frames[0]
+    want = template.text(frame.data)
+    got = template.read(frame.data_bytes)
+    try:
+        frame.data_bytes.decode()
+    except UnicodeDecodeError:
+        assert got in (None, want)
+    else:
+        assert got == want
+    cut = template.cut
+    if cut is not None:
+        assert cut(frame) in (None, want)
+        plain = want is not None and "\\" not in want and '"' not in want and want.isprintable()
+        if plain and got is not None:
+            assert cut(frame) == want

@@ -13,6 +13,10 @@ fits the template when it starts with ``prefix``, ends with ``rest`` (with any a
 padding value in its place) and what lies between is a valid JSON string body; the payload is
 then the learned chunk with another string, and the body's decoded text is all that differs.
 Anything else is parsed as usual.
+
+Providers read a frame's bytes, not its ``str`` (``cut``, then ``read``): the fixed parts are
+compared as bytes and only the body is decoded, so the payload's ``str`` is never made. ``text``
+is the same rule on a ``str``; the tests hold the three to the same answers.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+
+from .._core import TemplateCut
 
 __all__ = ["ChunkTemplate", "decode_body"]
 
@@ -56,7 +62,20 @@ EXACT, PADDED_VALUE, PADDED_END = 0, 1, 2
 class ChunkTemplate:
     """One learned chunk shape and where its events go (``state``, ``block``)."""
 
-    __slots__ = ("block", "mode", "padding_end", "prefix", "rest", "start", "state")
+    __slots__ = (
+        "block",
+        "cut",
+        "mode",
+        "padding_end",
+        "padding_end_b",
+        "prefix",
+        "prefix_b",
+        "rest",
+        "rest_b",
+        "start",
+        "start_b",
+        "state",
+    )
 
     def __init__(
         self,
@@ -80,6 +99,18 @@ class ChunkTemplate:
         #: block).
         self.state = state
         self.block = block
+        # The same cut in UTF-8, for ``read``. ``learn`` makes templates only from text that
+        # encodes (no lone surrogate), so this never fails for a learned template.
+        self.prefix_b = prefix.encode()
+        self.start_b = len(self.prefix_b)
+        self.rest_b = rest.encode()
+        self.padding_end_b = padding_end.encode()
+        #: ``cut(frame)``: the text of a frame whose payload fits the template with a plain body,
+        #: read in Rust in one call; ``None`` leaves the frame to ``read`` (which decides every
+        #: case). Only for exact templates: padded ones are read by ``read`` alone.
+        self.cut: Callable[[Any], str | None] | None = (
+            TemplateCut(self.prefix_b, self.rest_b).read if mode == EXACT else None
+        )
 
     @classmethod
     def learn(
@@ -96,6 +127,10 @@ class ChunkTemplate:
         """The template of ``data``, parsed into ``chunk``, whose varying value is the string
         ``text`` under ``key``; ``expected(probe)`` is ``chunk`` with that value replaced."""
         if '"' in text or "\\" in text or not text.isprintable():
+            return None
+        try:
+            data.encode()
+        except UnicodeEncodeError:  # a lone surrogate: ``read`` could never match the bytes
             return None
         for separator in (":", ": "):
             marker = f'"{key}"{separator}"{text}"'
@@ -161,6 +196,50 @@ class ChunkTemplate:
         elif data[-1:] != "}" or data.count(" ", after) != len(data) - after - 1:
             return None
         return decode_body(data[self.start : end])
+
+    def read(self, raw: bytes) -> str | None:
+        """``text`` of the payload whose UTF-8 bytes are ``raw`` (a frame's ``data_bytes``).
+
+        The same answer as ``text(raw.decode("utf-8", "replace"))`` or ``None``, without making
+        the payload's ``str``: the fixed parts are compared as bytes (a memory compare, where
+        comparing an ASCII template with a ``str`` holding any wider character goes character
+        by character), and only the body and padding value are decoded. A ``None`` only costs
+        a parse; so every part that is not compared byte for byte is decoded strictly, and a
+        payload with an invalid UTF-8 sequence (which ``text`` would see as U+FFFD) is left to
+        the parser. Whenever this returns a text, ``raw`` is valid UTF-8 and the bytes found
+        here are exactly the characters ``text`` finds.
+        """
+        if not raw.startswith(self.prefix_b):
+            return None
+        rest = self.rest_b
+        if self.mode == EXACT:
+            if not raw.endswith(rest):
+                return None
+            try:
+                body = raw[self.start_b : len(raw) - len(rest)].decode()
+            except UnicodeDecodeError:
+                return None
+            if body and "\\" not in body and '"' not in body and body.isprintable():
+                return body
+            return decode_body(body)
+        end = raw.find(rest, self.start_b)
+        if end < 0:
+            return None
+        after = end + len(rest)
+        try:
+            if self.mode == PADDED_VALUE:
+                value_end = raw.find(b'"', after)
+                if value_end < 0 or raw[value_end:] != self.padding_end_b:
+                    return None
+                # ``str.isalnum``, not the ASCII-only ``bytes.isalnum``: the rule of ``text``.
+                value = raw[after:value_end].decode()
+                if value and not value.isalnum():
+                    return None
+            elif raw[-1:] != b"}" or raw.count(b" ", after) != len(raw) - after - 1:
+                return None
+            return decode_body(raw[self.start_b : end].decode())
+        except UnicodeDecodeError:
+            return None
 
 
 def _parses_to(data: str, want: dict[str, Any]) -> bool:

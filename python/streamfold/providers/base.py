@@ -18,6 +18,7 @@ Rules every provider follows:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from ..errors import ProtocolError
@@ -45,6 +46,14 @@ class Provider(ABC):
         self.terminal_seen = False
         #: The provider's resume cursor (Clouisle ``sequence``, Responses ``sequence_number``).
         self.sequence: int | None = None
+        #: Set by ``fold`` only: ``text_sink(choice, index)`` is the folder's direct ``append``
+        #: for the text of that block (or ``None``), which a provider may call for a text delta
+        #: instead of making the event, but only while ``out`` is empty: events made before
+        #: must be folded first. See ``direct_text``.
+        self.text_sink: Callable[[int, int], Callable[[str], None] | None] | None = None
+        #: ``(key, append)`` from the last ``direct_text``; the fold resets it to ``None``
+        #: whenever it folds an event, since any event may change where text goes.
+        self.text_direct: tuple[Any, Callable[[str], None] | None] | None = None
 
     @abstractmethod
     def handle(self, frame: Any, out: list[Event]) -> None:
@@ -58,6 +67,29 @@ class Provider(ABC):
         return
 
     # -- helpers for the provider modules ---------------------------------------------------
+
+    def direct_text(self, key: Any, choice: int, index: int) -> Callable[[str], None] | None:
+        """The fold's direct ``append`` for text of block ``index`` of ``choice`` (``None``:
+        make the event), kept in ``text_direct`` under ``key`` (the chunk template whose frames
+        it serves) until the fold folds an event."""
+        sink = self.text_sink
+        append = sink(choice, index) if sink is not None else None
+        self.text_direct = (key, append)
+        return append
+
+    def json_object(self, frame: Any) -> dict[str, Any]:
+        """The frame's data parsed as a JSON object, or a ``ProtocolError`` naming provider,
+        event and frame position."""
+        try:
+            payload = frame.json()
+        except ProtocolError as exc:
+            raise self.protocol_error(
+                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
+            ) from None
+        if payload.__class__ is not dict:
+            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        result: dict[str, Any] = payload
+        return result
 
     def protocol_error(self, message: str, *, event: str | None, raw: Any = None) -> ProtocolError:
         return ProtocolError(

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
+from ..errors import StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -161,14 +161,7 @@ class CohereV2(Provider):
     def handle(self, frame: Any, out: list[Event]) -> None:
         if frame.data == "[DONE]":
             return
-        try:
-            payload = frame.json()
-        except ProtocolError as exc:
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc}", event=frame.event, raw=frame
-            ) from None
-        if payload.__class__ is not dict:
-            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        payload = self.json_object(frame)
         event_type = payload.get("type")
         if event_type.__class__ is not str:
             event_type = frame.event

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
+from ..errors import StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -96,14 +96,7 @@ class Onecortex(Provider):
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        try:
-            payload = frame.json()
-        except ProtocolError as exc:
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc}", event=frame.event, raw=frame
-            ) from None
-        if payload.__class__ is not dict:
-            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        payload = self.json_object(frame)
         event_type = frame.event
         if event_type == "message":
             event_type = payload.get("type")

@@ -198,16 +198,58 @@ class OpenAIChat(Provider):
 
     # -- the frame loop ----------------------------------------------------------------------
 
+    def handle_frames(self, frames: list[Any], out: list[Event]) -> None:
+        """The pipeline's loop over one chunk's frames: number each and ``handle`` it, but read
+        the commonest frame (a plain text fragment for the open text block, which the Rust cut
+        reads) right here: a Python call per frame is a good part of its whole cost. This does
+        exactly what ``handle`` does for such a frame; every other frame goes to ``handle``."""
+        handle = self.handle
+        first = self.position + 1
+        for self.position, frame in enumerate(frames, first):
+            template = self._template
+            if template is not None and template.block < 0:
+                cut = template.cut
+                current = template.state
+                if cut is not None and current.prose_kind == "text":
+                    text = cut(frame)
+                    if text is not None and frame.event == "message":
+                        if self.text_sink is None or out:
+                            out.append(
+                                text_delta(current.prose, "text", text, current.index, frame)
+                            )
+                            continue
+                        direct = self.text_direct
+                        if direct is not None and direct[0] is template:
+                            append = direct[1]
+                            if append is not None:
+                                append(text)
+                                continue
+            handle(frame, out)
+
     def handle(self, frame: Any, out: list[Event]) -> None:
         template = self._template
         if template is not None:
             # The common chunk, read without a JSON parse (see ``_chunk_template``).
-            text = template.text(frame.data)
+            cut = template.cut
+            text = cut(frame) if cut is not None else None
+            if text is None:
+                text = template.read(frame.data_bytes)
             if text is not None and frame.event == "message":
                 current = template.state
                 block = template.block
                 if block < 0:
                     if current.prose_kind == "text":
+                        if self.text_sink is not None and not out:
+                            # Folding: the text goes straight to its block (``direct_text``).
+                            direct = self.text_direct
+                            append = (
+                                direct[1]
+                                if direct is not None and direct[0] is template
+                                else self.direct_text(template, current.index, current.prose)
+                            )
+                            if append is not None:
+                                append(text)
+                                return
                         out.append(text_delta(current.prose, "text", text, current.index, frame))
                         return
                 elif not current.ended:

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
+from ..errors import StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -192,14 +192,7 @@ class OpenAIResponses(Provider):
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        try:
-            payload = frame.json()
-        except ProtocolError as exc:
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
-            ) from None
-        if payload.__class__ is not dict:
-            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        payload = self.json_object(frame)
         event = payload.get("type")
         if event.__class__ is not str:
             event = frame.event

@@ -1,0 +1,91 @@
+//! `SlotBuilder`: make instances of a frozen, slotted dataclass without its `__init__`.
+//!
+//! A provider makes one `BlockDelta` per text fragment, thousands per stream. The dataclass's
+//! `__init__` parses keywords and sets every field through `object.__setattr__`; doing the same
+//! from Python (`object.__new__` plus each slot's `__set__`) still costs a Python-level call per
+//! field, which made the event the largest single cost of a text delta. Here it is one call:
+//! allocate as `object.__new__(cls)` does, then store each value as `object.__setattr__` does
+//! (through the class's slot descriptors; the frozen `__setattr__` is what both skip).
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple, PyType};
+
+/// `SlotBuilder(cls, names, fixed).build(*values)` is `obj = object.__new__(cls)`, then
+/// `object.__setattr__(obj, name, value)` for each of `names` with `values`, and for each
+/// `(name, value)` of `fixed`.
+#[pyclass(frozen, module = "streamfold._core")]
+pub struct SlotBuilder {
+    cls: Py<PyType>,
+    names: Vec<Py<PyString>>,
+    fixed: Vec<(Py<PyString>, Py<PyAny>)>,
+}
+
+#[pymethods]
+impl SlotBuilder {
+    #[new]
+    fn new(
+        cls: Bound<'_, PyType>,
+        names: Vec<Bound<'_, PyString>>,
+        fixed: Vec<(Bound<'_, PyString>, Bound<'_, PyAny>)>,
+    ) -> PyResult<Self> {
+        // `object.__new__` refuses abstract classes; so does this, once, here.
+        let abstract_ = cls
+            .getattr("__abstractmethods__")
+            .is_ok_and(|m| m.is_truthy().unwrap_or(true));
+        if abstract_ {
+            return Err(PyTypeError::new_err(
+                "SlotBuilder: cannot build an abstract class",
+            ));
+        }
+        Ok(SlotBuilder {
+            cls: cls.unbind(),
+            names: names.into_iter().map(Bound::unbind).collect(),
+            fixed: fixed
+                .into_iter()
+                .map(|(n, v)| (n.unbind(), v.unbind()))
+                .collect(),
+        })
+    }
+
+    /// A named method rather than `__call__`: a method call skips the generic call protocol's
+    /// argument tuple (vectorcall), which is measurable at one call per event.
+    #[pyo3(signature = (*values))]
+    fn build<'py>(
+        &self,
+        py: Python<'py>,
+        values: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if values.len() != self.names.len() {
+            return Err(PyTypeError::new_err(format!(
+                "SlotBuilder: expected {} values, got {}",
+                self.names.len(),
+                values.len()
+            )));
+        }
+        // SAFETY: `PyType_GenericAlloc` returns a new reference or NULL with an exception set;
+        // it is what `object.__new__` calls for a class that does not override allocation.
+        let obj = unsafe {
+            Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(self.cls.as_ptr().cast(), 0))
+        }?;
+        let set = |name: &Py<PyString>, value: &Bound<'py, PyAny>| -> PyResult<()> {
+            // SAFETY: all three pointers are live for the call; -1 means an exception is set.
+            let rc = unsafe {
+                ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
+            };
+            if rc < 0 {
+                Err(PyErr::fetch(py))
+            } else {
+                Ok(())
+            }
+        };
+        for (name, value) in self.names.iter().zip(values.iter()) {
+            set(name, &value)?;
+        }
+        for (name, value) in &self.fixed {
+            set(name, value.bind(py))?;
+        }
+        Ok(obj)
+    }
+}

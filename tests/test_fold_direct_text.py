@@ -1,0 +1,263 @@
+"""The fold's direct text path (``Provider.text_sink``, ``Folder.text_appender``) changes no
+result: every stream folds to the same message, or raises the same error with the same
+partial, as when every text delta is made into an event and folded; and the path is taken."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold as sf
+from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold.events import BlockDelta
+from streamfold.folder import Folder
+
+Outcome = tuple[str, Any]
+
+
+def outcome(chunks: list[bytes], provider: str) -> Outcome:
+    try:
+        return "ok", sf.fold(chunks, provider=provider)
+    except sf.StreamfoldError as exc:
+        return repr(exc), getattr(exc, "partial", None)
+
+
+def slow_outcome(monkeypatch: pytest.MonkeyPatch, chunks: list[bytes], provider: str) -> Outcome:
+    """The fold with the direct path refused: every text delta is an event."""
+    with monkeypatch.context() as m:
+        m.setattr(Folder, "text_appender", lambda self, choice, index: None)
+        return outcome(chunks, provider)
+
+
+def counting_appender(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the direct appends the fold hands out and the texts they receive."""
+    counts = [0]
+    real = Folder.text_appender
+
+    def text_appender(self: Folder, choice: int, index: int) -> Callable[[str], None] | None:
+        append = real(self, choice, index)
+        if append is None:
+            return None
+
+        def counted(text: str) -> None:
+            counts[0] += 1
+            append(text)
+
+        return counted
+
+    monkeypatch.setattr(Folder, "text_appender", text_appender)
+    return counts
+
+
+def split(data: bytes, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    out, at = [], 0
+    while at < len(data):
+        # Mostly a frame or two per read: the direct path starts only on a fresh read.
+        step = rng.choice([1, 7, 64, 150, 300, 4096])
+        out.append(data[at : at + step])
+        at += step
+    return out
+
+
+# -- generated streams -------------------------------------------------------------------------
+
+
+def _chat(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    body = {"id": "c1", "object": "chat.completion.chunk", "choices": [choice], **extra}
+    return "data: " + json.dumps(body, separators=(",", ":"), ensure_ascii=False) + "\n\n"
+
+
+#: Text bodies: plain, escaped, broken, multi-byte, empty.
+TEXT = st.text(alphabet='ab é😀"\\\n\t\x01 ', max_size=6)
+
+#: One step of an OpenAI stream after its first chunk.
+OPENAI_STEP = st.one_of(
+    st.tuples(st.just("text"), TEXT),
+    st.tuples(st.just("refusal"), TEXT),
+    st.tuples(st.just("reasoning"), TEXT),
+    st.tuples(st.just("call"), TEXT),
+    st.tuples(st.just("args"), TEXT),
+    st.tuples(st.just("raw"), st.sampled_from(["data: {nope\n\n", ": keep-alive\n\n", "\n"])),
+    st.tuples(st.just("error"), st.just("")),
+)
+
+
+def openai_stream(steps: list[tuple[str, str]], finish: bool) -> bytes:
+    parts = [_chat({"role": "assistant", "content": ""})]
+    calls = 0
+    for kind, text in steps:
+        if kind in ("text", "refusal"):
+            parts.append(_chat({"content" if kind == "text" else "refusal": text}))
+        elif kind == "reasoning":
+            parts.append(_chat({"reasoning_content": text}))
+        elif kind == "call":
+            call = {"index": calls, "id": f"call_{calls}", "function": {"name": "f"}}
+            calls += 1
+            parts.append(_chat({"tool_calls": [{**call, "type": "function"}]}))
+        elif kind == "args":
+            fragment = {"index": max(calls - 1, 0), "function": {"arguments": text}}
+            parts.append(_chat({"tool_calls": [fragment]}))
+        elif kind == "error":
+            parts.append(
+                "data: " + json.dumps({"error": {"message": "overloaded", "code": 529}}) + "\n\n"
+            )
+        else:
+            parts.append(text)
+    if finish:
+        parts.append(_chat({}, "stop"))
+        parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode()
+
+
+def _anthropic(name: str, body: dict[str, Any], pad: str = "") -> str:
+    data = json.dumps({"type": name, **body}, separators=(",", ":"), ensure_ascii=False)
+    return f"event: {name}\ndata: {data[:-1]}{pad}}}\n\n"
+
+
+ANTHROPIC_STEP = st.one_of(
+    st.tuples(st.just("text"), TEXT),
+    st.tuples(st.just("thinking"), TEXT),
+    st.tuples(st.just("json"), TEXT),
+    st.tuples(st.just("stop"), st.just("")),
+    st.tuples(st.just("ping"), st.just("")),
+    st.tuples(st.just("raw"), st.sampled_from(["event: content_block_delta\ndata: {x\n\n"])),
+)
+
+
+def anthropic_stream(steps: list[tuple[str, str]], finish: bool, pad: str) -> bytes:
+    message = {"id": "m", "model": "c", "role": "assistant", "usage": {"input_tokens": 1}}
+    parts = [_anthropic("message_start", {"message": message})]
+    index, open_kind = -1, None
+    for kind, text in steps:
+        if kind in ("text", "thinking", "json"):
+            block_type = {"text": "text", "thinking": "thinking", "json": "tool_use"}[kind]
+            if open_kind != block_type:
+                if open_kind is not None:
+                    parts.append(_anthropic("content_block_stop", {"index": index}))
+                index += 1
+                block: dict[str, Any] = {"type": block_type}
+                if block_type == "tool_use":
+                    block.update(id=f"toolu_{index}", name="f", input={})
+                else:
+                    block[block_type] = ""
+                parts.append(
+                    _anthropic("content_block_start", {"index": index, "content_block": block})
+                )
+                open_kind = block_type
+            field, delta_type = {
+                "text": ("text", "text_delta"),
+                "thinking": ("thinking", "thinking_delta"),
+                "json": ("partial_json", "input_json_delta"),
+            }[kind]
+            delta = {"type": delta_type, field: text}
+            parts.append(_anthropic("content_block_delta", {"index": index, "delta": delta}, pad))
+        elif kind == "stop" and open_kind is not None:
+            parts.append(_anthropic("content_block_stop", {"index": index}))
+            open_kind = None
+        elif kind == "ping":
+            parts.append(_anthropic("ping", {}))
+        elif kind == "raw":
+            parts.append(text)
+    if finish:
+        if open_kind is not None:
+            parts.append(_anthropic("content_block_stop", {"index": index}))
+        parts.append(_anthropic("message_delta", {"delta": {"stop_reason": "end_turn"}}))
+        parts.append(_anthropic("message_stop", {}))
+    return "".join(parts).encode()
+
+
+def _texts(n: int, rng: random.Random) -> Iterator[str]:
+    for _ in range(n):
+        yield rng.choice(["a", " word", " é", " 😀", ' "q"', "\\n", " b"])
+
+
+@given(
+    st.lists(OPENAI_STEP, max_size=30),
+    st.booleans(),
+    st.integers(0, 2**16),
+)
+def test_openai_folds_alike(steps: list[tuple[str, str]], finish: bool, seed: int) -> None:
+    # Runs of plain text first, so templates are learned and the direct path is live.
+    rng = random.Random(seed)
+    head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
+    chunks = split(openai_stream(head + steps, finish), seed)
+    with pytest.MonkeyPatch.context() as m:
+        assert outcome(chunks, "openai") == slow_outcome(m, chunks, "openai")
+
+
+@given(
+    st.lists(ANTHROPIC_STEP, max_size=30),
+    st.booleans(),
+    st.sampled_from(["", "  "]),
+    st.integers(0, 2**16),
+)
+def test_anthropic_folds_alike(
+    steps: list[tuple[str, str]], finish: bool, pad: str, seed: int
+) -> None:
+    rng = random.Random(seed)
+    head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
+    chunks = split(anthropic_stream(head + steps, finish, pad), seed)
+    with pytest.MonkeyPatch.context() as m:
+        assert outcome(chunks, "anthropic") == slow_outcome(m, chunks, "anthropic")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_direct_path_is_taken(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    words = [f" w{i}" for i in range(200)]
+    if provider == "openai":
+        data = openai_stream([("text", w) for w in words], finish=True)
+    else:
+        data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
+    reference = slow_outcome(monkeypatch, [data], provider)
+    counts = counting_appender(monkeypatch)
+    got = outcome(split(data, 1), provider)
+    assert got == reference
+    assert got[1].text == "".join(words)
+    # All but the deltas read before a template was learned went straight to the block.
+    assert counts[0] > 150
+
+
+def per_frame(data: bytes) -> list[bytes]:
+    return [frame + b"\n\n" for frame in data.split(b"\n\n") if frame]
+
+
+def test_text_after_another_block_goes_to_its_new_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text, a refusal, text again: the same template reads both runs of text, but the second
+    run belongs to a new block, so the appender of the first must not survive the events."""
+    first = [("text", f" a{i}") for i in range(5)]
+    second = [("text", f" b{i}") for i in range(5)]
+    chunks = per_frame(openai_stream([*first, ("refusal", " no"), *second], finish=True))
+    reference = slow_outcome(monkeypatch, chunks, "openai")
+    counts = counting_appender(monkeypatch)
+    got = outcome(chunks, "openai")
+    assert got == reference
+    assert [b.text for b in got[1].blocks] == [" a0 a1 a2 a3 a4", " no", " b0 b1 b2 b3 b4"]
+    assert counts[0] >= 6
+
+
+def test_events_make_every_delta(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``events()`` never uses the fold's sink: each text fragment is a ``BlockDelta``."""
+    words = [f" w{i}" for i in range(50)]
+    data = openai_stream([("text", w) for w in words], finish=True)
+    counts = counting_appender(monkeypatch)
+    deltas = [e for e in sf.events(split(data, 2), provider="openai") if isinstance(e, BlockDelta)]
+    assert [d.text for d in deltas] == words
+    assert counts[0] == 0
+
+
+@requires_captures
+@pytest.mark.parametrize("path", capture_files(), ids=capture_id)
+def test_captures_fold_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = CAPTURE_PROVIDER[path.parent.name]
+    data = path.read_bytes()
+    for chunks in ([data], split(data, 3)):
+        assert outcome(chunks, provider) == slow_outcome(monkeypatch, chunks, provider)
