@@ -183,7 +183,7 @@ def timed_table(table: Table, *, unit: str = "events") -> str:
             speed = fmt_ratio(cell.ratio)
             if cell.ratio_range and len(cell.per_pass) > 1:
                 lo, hi = cell.ratio_range
-                speed += f" ({lo:.2f}-{hi:.2f})"
+                speed += f" ({fmt_ratio(lo)[:-1]}-{fmt_ratio(hi)[:-1]})"
         rows.append([name, fmt_time(cell.median), fmt_rate(rate), mbps, speed])
     return _md_table(header, rows)
 
@@ -477,14 +477,13 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
                 rows.append([cell.impl, "not run", "", "", cell.skipped or ""])
                 continue
             per = cell.median * 1e9 / cell.extra["events"]
-            stage = str(cell.extra.get("stage"))
             parent = per_stage.get(str(cell.extra.get("parent")))
             share = f"the Rust framer is {rust_framer / per:.0%} of this" if rust_framer else ""
-            if stage == "4" and parent is not None and per < parent and "1" in per_stage:
-                # events() beat framing + the generic json(): the provider parses its own way
-                parent = per_stage["1"]
-                share = "cheaper than stage 3: the provider does not use json(); cost over 1"
             delta = f"{per - parent:+,.0f}" if parent is not None else ""
+            if parent is not None and per < parent:
+                # this stage does not go through the one it names: it has a faster path
+                delta = ""
+                share = f"cheaper than stage {cell.extra.get('parent')}: takes its own faster path"
             rows.append([cell.impl, f"{per:,.0f}", fmt_rate(1e9 / per), delta, share])
             per_stage[str(cell.extra.get("stage"))] = per
             last = per
@@ -495,20 +494,25 @@ def _section_profile(tables: Tables, ceiling: list[dict[str, Any]]) -> str:
             "",
         ]
         if all(k in per_stage for k in ("0b", "1", "3", "4", "5")):
-            parts = [
+            chain = [
                 ("framing in Rust", per_stage["0b"]),
-                ("making the event objects", per_stage["1"] - per_stage["0b"]),
+                ("making the event objects", per_stage["1"]),
+                ("JSON to Python objects", per_stage["3"]),
+                ("provider mapping", per_stage["4"]),
+                ("folding", per_stage["5"]),
             ]
-            if per_stage["4"] >= per_stage["3"]:
-                parts += [
-                    ("JSON to Python objects", per_stage["3"] - per_stage["1"]),
-                    ("provider mapping", per_stage["4"] - per_stage["3"]),
-                ]
-            else:
-                parts.append(
-                    ("the provider's own parsing and mapping", per_stage["4"] - per_stage["1"])
-                )
-            parts.append(("folding", per_stage["5"] - per_stage["4"]))
+            # A stage cheaper than the one before it took a faster path of its own: merge the
+            # two, so every share is a real cost.
+            kept: list[tuple[str, float]] = []
+            for label, cumulative in chain:
+                name = label
+                while len(kept) > 1 and cumulative < kept[-1][1]:
+                    name = f"{kept.pop()[0]} + {name}"
+                kept.append((name, cumulative))
+            parts = [
+                (label, cumulative - (kept[i - 1][1] if i else 0.0))
+                for i, (label, cumulative) in enumerate(kept)
+            ]
             total = per_stage["5"]
             text = "; ".join(f"{name} {ns:,.0f} ns ({ns / total:.0%})" for name, ns in parts)
             out += [
@@ -738,6 +742,7 @@ def _section_skips(tables: Tables) -> str:
                 rows.append([group, r["impl"], r["skipped"]])
     if not rows:
         return ""
+    rows = [[r[0].replace(" | ", ", "), *r[1:]] for r in rows]
     return "\n".join(
         [
             "### Not measured",
@@ -848,7 +853,12 @@ def render(
         "builds them; the Anthropic SDK's `accumulate_event` fed the decoded events; LiteLLM's "
         "`stream_chunk_builder` over the parsed chunks; LangChain's `AIMessageChunk` made per "
         "delta and summed with `+`; the SDK clients end to end over `httpx.MockTransport` "
-        "(`client.chat.completions.stream()`, `client.messages.stream()`).",
+        "(`client.chat.completions.stream()`, `client.messages.stream()`; these SDK versions "
+        "ship on `httpx2`, so their mock transport is `httpx2.MockTransport`). LiteLLM is "
+        "imported with `LITELLM_LOCAL_MODEL_COST_MAP=True` so that it makes no network call.",
+        "- Memory figures come from fresh processes (`benches/memory.py`, `benches/load.py`): "
+        "the growth of the resident set with the kernel's high-water mark reset before the "
+        "run, which sees the Rust side's allocations too (`tracemalloc` would not).",
         "",
         "## Results",
         "",
