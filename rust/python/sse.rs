@@ -151,8 +151,8 @@ impl ServerSentEvent {
         let text = decode_lossy(self.raw.as_bytes(py));
         parse_json(py, text.as_bytes()).map_err(|e| {
             let msg = format!(
-                "event {}: data is not valid JSON: {} at byte {} of the data",
-                self.event.bind(py),
+                "data of event {:?} is not valid JSON: {} at byte {} of the data",
+                self.event.bind(py).to_string(),
                 e.error_type,
                 e.index
             );

@@ -235,9 +235,7 @@ class Anthropic(Provider):
         try:
             payload = frame.json()
         except ProtocolError as exc:
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc.message}", event=event, raw=frame
-            ) from None
+            raise self.protocol_error(exc.message, event=event, raw=frame) from None
         if payload.__class__ is not dict:
             raise self.protocol_error("data is not a JSON object", event=event, raw=frame)
         if event == "message":

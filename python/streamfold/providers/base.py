@@ -83,9 +83,7 @@ class Provider(ABC):
         try:
             payload = frame.json()
         except ProtocolError as exc:
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
-            ) from None
+            raise self.protocol_error(exc.message, event=frame.event, raw=frame) from None
         if payload.__class__ is not dict:
             raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
         result: dict[str, Any] = payload

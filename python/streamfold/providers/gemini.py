@@ -184,9 +184,7 @@ class Gemini(Provider):
         except ProtocolError as exc:
             if not frame.data.strip():
                 return
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
-            ) from None
+            raise self.protocol_error(exc.message, event=frame.event, raw=frame) from None
         if chunk.__class__ is not dict:
             raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
         if "error" in chunk:

@@ -263,9 +263,7 @@ class OpenAIChat(Provider):
         except ProtocolError as exc:
             if not frame.data.strip():
                 return  # an empty data line: a keep-alive, not a chunk
-            raise self.protocol_error(
-                f"data is not valid JSON: {exc.message}", event=frame.event, raw=frame
-            ) from None
+            raise self.protocol_error(exc.message, event=frame.event, raw=frame) from None
         if self._done:
             self.violation("data after [DONE]", out, event=frame.event, raw=frame)
         if chunk.__class__ is not dict:
