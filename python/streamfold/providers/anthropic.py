@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
+from ..errors import StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -232,12 +232,7 @@ class Anthropic(Provider):
                             return
                     out.append(text_delta(template.block, kind, text, 0, frame))
                     return
-        try:
-            payload = frame.json()
-        except ProtocolError as exc:
-            raise self.protocol_error(exc.message, event=event, raw=frame) from None
-        if payload.__class__ is not dict:
-            raise self.protocol_error("data is not a JSON object", event=event, raw=frame)
+        payload = self.json_object(frame)
         if event == "message":
             event = payload.get("type")
         # The hot path: a text, thinking or input fragment for an open block.

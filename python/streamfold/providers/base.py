@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, overload
 
 from ..errors import ProtocolError
 from ..events import Event, Notice
@@ -77,12 +77,20 @@ class Provider(ABC):
         self.text_direct = (key, append)
         return append
 
-    def json_object(self, frame: Any) -> dict[str, Any]:
+    @overload
+    def json_object(self, frame: Any) -> dict[str, Any]: ...
+    @overload
+    def json_object(self, frame: Any, *, blank_is_keepalive: bool) -> dict[str, Any] | None: ...
+
+    def json_object(self, frame: Any, *, blank_is_keepalive: bool = False) -> dict[str, Any] | None:
         """The frame's data parsed as a JSON object, or a ``ProtocolError`` naming provider,
-        event and frame position."""
+        event and frame position. With ``blank_is_keepalive``, whitespace-only data is a
+        keep-alive some hosts send: ``None``, not an error."""
         try:
             payload = frame.json()
         except ProtocolError as exc:
+            if blank_is_keepalive and not frame.data.strip():
+                return None
             raise self.protocol_error(exc.message, event=frame.event, raw=frame) from None
         if payload.__class__ is not dict:
             raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)

@@ -50,7 +50,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
+from ..errors import StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -179,14 +179,9 @@ class Gemini(Provider):
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        try:
-            chunk = frame.json()
-        except ProtocolError as exc:
-            if not frame.data.strip():
-                return
-            raise self.protocol_error(exc.message, event=frame.event, raw=frame) from None
-        if chunk.__class__ is not dict:
-            raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        chunk = self.json_object(frame, blank_is_keepalive=True)
+        if chunk is None:
+            return
         if "error" in chunk:
             self._error(chunk["error"], frame)
         try:
