@@ -5,6 +5,7 @@
 pub mod json;
 pub mod jsonl;
 pub mod sse;
+pub mod utf8;
 
 #[cfg(feature = "python")]
 mod python;

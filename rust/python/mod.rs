@@ -6,6 +6,7 @@ mod json;
 mod slots;
 mod sse;
 mod template;
+mod text;
 
 #[pyo3::pymodule(gil_used = false)]
 mod _core {

@@ -8,7 +8,8 @@
 //! inside it; if there is an error, it is raised with those frames in `.events`, and whatever
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -17,6 +18,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple}
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::errors::make_error;
+use super::text::{str_from_utf8, OnceStr};
 use crate::jsonl;
 use crate::sse::{self, decode_lossy, EventRef, SseError};
 
@@ -69,7 +71,9 @@ fn closed(what: &str) -> PyErr {
 /// One server-sent event, with the attribute names of httpx-sse.
 ///
 /// The data is kept as the bytes received and becomes a `str` on first access: most events
-/// are only ever parsed as JSON, which `json()` does straight from those bytes.
+/// are only ever parsed as JSON, which `json()` does straight from those bytes. The bytes are
+/// a range of one buffer shared by all the events a `feed` call returns (one allocation per
+/// call, not per event); an event of `LARGE_DATA` bytes or more has a buffer of its own.
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct ServerSentEvent {
     /// The event type; `"message"` when the stream named none.
@@ -81,12 +85,10 @@ pub struct ServerSentEvent {
     /// The `retry` value given inside this event's block, if any.
     #[pyo3(get)]
     retry: Option<u64>,
-    /// A `bytes` rather than a Rust allocation: Python's small-object allocator is faster.
-    raw: Py<PyBytes>,
-    /// The data as `str`, once asked for. A plain `OnceLock` filled without blocking (see
-    /// `data`): `PyOnceLock` detaches from the interpreter to initialise, which costs more than
-    /// making the string.
-    text: OnceLock<Py<PyString>>,
+    buffer: Arc<[u8]>,
+    range: Range<usize>,
+    /// The data as `str`, once asked for.
+    text: OnceStr,
 }
 
 #[pymethods]
@@ -104,51 +106,35 @@ impl ServerSentEvent {
             .filter(|e| e.len().is_ok_and(|n| n > 0))
             .unwrap_or_else(|| intern!(py, "message").clone());
         let data = data.unwrap_or_else(|| intern!(py, "").clone());
-        let raw = PyBytes::new(py, data.to_string_lossy().as_bytes()).unbind();
-        let text = OnceLock::new();
-        let _ = text.set(data.unbind());
+        let buffer: Arc<[u8]> = Arc::from(data.to_string_lossy().as_bytes());
         ServerSentEvent {
             event: event.unbind(),
             id: id.unwrap_or_else(|| intern!(py, "").clone()).unbind(),
             retry,
-            raw,
-            text,
+            range: 0..buffer.len(),
+            buffer,
+            text: OnceStr::with(data),
         }
     }
 
     /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
     #[getter]
-    fn data(&self, py: Python<'_>) -> Py<PyString> {
-        if let Some(text) = self.text.get() {
-            return text.clone_ref(py);
-        }
-        let raw = self.raw.as_bytes(py);
-        let text = if raw.is_empty() {
-            intern!(py, "").clone()
-        } else if raw.len() >= LARGE_TEXT {
-            large_pystring(py, &decode_lossy(raw))
-        } else {
-            // CPython validates as it decodes: one pass over valid text, the common case.
-            PyString::from_bytes(py, raw)
-                .unwrap_or_else(|_| PyString::new(py, &String::from_utf8_lossy(raw)))
-        };
-        // Two threads may both get here; whichever stores first wins and both return that one.
-        // `set` never runs Python code while it holds the cell, so it cannot deadlock.
-        let _ = self.text.set(text.clone().unbind());
-        self.text.get().map_or(text.unbind(), |t| t.clone_ref(py))
+    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        self.text
+            .get_or_make(py, || str_from_utf8(py, &self.buffer[self.range.clone()]))
     }
 
     /// The data as the bytes received (UTF-8, not validated). Cheaper than `data` when only a
     /// part of the payload is wanted: the providers' chunk templates compare these bytes and
     /// decode only the varying part, so the whole `str` is never made.
     #[getter]
-    fn data_bytes(&self, py: Python<'_>) -> Py<PyBytes> {
-        self.raw.clone_ref(py)
+    fn data_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.buffer[self.range.clone()])
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text = decode_lossy(self.raw.as_bytes(py));
+        let text = decode_lossy(self.raw_bytes());
         parse_json(py, text.as_bytes()).map_err(|e| {
             let msg = format!(
                 "data of event {:?} is not valid JSON: {} at byte {} of the data",
@@ -168,7 +154,7 @@ impl ServerSentEvent {
     fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
         let same = |a: &Py<PyString>, b: &Py<PyString>| PyAnyMethods::eq(a.bind(py).as_any(), b);
         Ok(self.retry == other.retry
-            && decode_lossy(self.raw.as_bytes(py)) == decode_lossy(other.raw.as_bytes(py))
+            && decode_lossy(self.raw_bytes()) == decode_lossy(other.raw_bytes())
             && same(&self.event, &other.event)?
             && same(&self.id, &other.id)?)
     }
@@ -178,7 +164,7 @@ impl ServerSentEvent {
             py,
             [
                 self.event.bind(py).clone().into_any(),
-                self.data(py).into_bound(py).into_any(),
+                self.data(py).into_any(),
                 self.id.bind(py).clone().into_any(),
                 self.retry.into_bound_py_any(py)?,
             ],
@@ -190,7 +176,7 @@ impl ServerSentEvent {
         Ok(format!(
             "ServerSentEvent(event={}, data={}, id={}, retry={})",
             self.event.bind(py).repr()?,
-            self.data(py).bind(py).repr()?,
+            self.data(py).repr()?,
             self.id.bind(py).repr()?,
             self.retry.into_bound_py_any(py)?.repr()?,
         ))
@@ -199,71 +185,14 @@ impl ServerSentEvent {
 
 impl ServerSentEvent {
     /// The data as received (see `data_bytes`).
-    pub(crate) fn raw_bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
-        self.raw.as_bytes(py)
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.buffer[self.range.clone()]
     }
 }
 
-/// From this size on, `str`s are built at their final width (see `large_pystring`).
-const LARGE_TEXT: usize = 64 * 1024;
-
-/// A `str` built in place at its final width. Python's own decoder widens its buffer as wider
-/// characters turn up, so one emoji at the end of a 16 MiB text holds a 2-byte copy and the
-/// 4-byte one at once; counting first and filling once keeps the peak at the result itself.
-#[cfg(not(feature = "abi3"))]
-fn large_pystring<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
-    use pyo3::ffi;
-
-    let (count, max) = if text.is_ascii() {
-        (text.len(), 0x7F)
-    } else {
-        text.chars()
-            .fold((0usize, 0u32), |(n, m), c| (n + 1, m.max(u32::from(c))))
-    };
-    let Ok(size) = ffi::Py_ssize_t::try_from(count) else {
-        return PyString::new(py, text);
-    };
-    // SAFETY: `PyUnicode_New` returns a new reference to a string of `count` characters whose
-    // kind fits `max`, or null (out of memory, then we let `PyString::new` report it). Every
-    // character is below `max`, so each one fits the kind's width, and `count` of them fill
-    // the buffer exactly.
-    unsafe {
-        let ptr = ffi::PyUnicode_New(size, max);
-        if ptr.is_null() {
-            ffi::PyErr_Clear();
-            return PyString::new(py, text);
-        }
-        let data = ffi::PyUnicode_DATA(ptr);
-        match ffi::PyUnicode_KIND(ptr) {
-            ffi::PyUnicode_1BYTE_KIND if max < 0x80 => {
-                std::ptr::copy_nonoverlapping(text.as_ptr(), data.cast::<u8>(), count);
-            }
-            ffi::PyUnicode_1BYTE_KIND => fill(text, data.cast::<u8>()),
-            ffi::PyUnicode_2BYTE_KIND => fill(text, data.cast::<u16>()),
-            _ => fill(text, data.cast::<u32>()),
-        }
-        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
-    }
-}
-
-/// Write the characters of `text` as code units of `T`, which each of them fits.
-///
-/// # Safety
-/// `out` must have room for as many `T` as `text` has characters.
-#[cfg(not(feature = "abi3"))]
-unsafe fn fill<T: TryFrom<u32>>(text: &str, out: *mut T) {
-    for (i, c) in text.chars().enumerate() {
-        if let Ok(unit) = T::try_from(u32::from(c)) {
-            // SAFETY: `i` is below the character count the caller allocated for.
-            unsafe { out.add(i).write(unit) };
-        }
-    }
-}
-
-#[cfg(feature = "abi3")]
-fn large_pystring<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
-    PyString::new(py, text)
-}
+/// From this size on an event's data gets a buffer of its own, copied once from the
+/// decoder: going through the shared one would hold a third copy of a big event at the peak.
+const LARGE_DATA: usize = 64 * 1024;
 
 /// How many distinct event types a decoder keeps as ready-made strings.
 const TYPE_CACHE: usize = 16;
@@ -309,16 +238,39 @@ impl Strings {
         }
     }
 
-    fn event(&mut self, py: Python<'_>, e: EventRef<'_>) -> PyResult<Py<PyAny>> {
-        let event = ServerSentEvent {
+    /// Phase one of a call: the event's strings, and its data appended to `arena`.
+    fn step(&mut self, py: Python<'_>, e: EventRef<'_>, arena: &mut Vec<u8>) -> Step {
+        let data = if e.data.len() >= LARGE_DATA {
+            Data::Own(Arc::from(e.data))
+        } else {
+            let start = arena.len();
+            arena.extend_from_slice(e.data);
+            Data::Shared(start..arena.len())
+        };
+        Step::Event {
             event: self.event_type(py, e.event),
             id: self.id(py, e.id),
             retry: e.retry,
-            raw: PyBytes::new(py, e.data).unbind(),
-            text: OnceLock::new(),
-        };
-        Ok(Bound::new(py, event)?.into_any().unbind())
+            data,
+        }
     }
+}
+
+/// Where an event's data is, between the two phases of a call.
+enum Data {
+    Shared(Range<usize>),
+    Own(Arc<[u8]>),
+}
+
+/// What the decoder produced, before the Python objects are made.
+enum Step {
+    Event {
+        event: Py<PyString>,
+        id: Py<PyString>,
+        retry: Option<u64>,
+        data: Data,
+    },
+    Error(SseError),
 }
 
 enum Item<E> {
@@ -393,6 +345,10 @@ impl<E> Outbox<E> {
 struct SseState {
     decoder: sse::SseDecoder,
     strings: Strings,
+    /// The data of this call's events, back to back; kept for its capacity between calls.
+    arena: Vec<u8>,
+    /// This call's events and errors (empty between calls; kept for its capacity).
+    steps: Vec<Step>,
     backlog: Vec<Item<SseError>>,
 }
 
@@ -419,23 +375,66 @@ impl SSEDecoder {
             .map_err(|_| poisoned("SSEDecoder"))
     }
 
+    /// Two phases: the decoder runs over the whole chunk collecting events with their data in
+    /// one buffer, then that buffer is frozen and shared by the event objects made from it.
     fn run<'py>(&self, py: Python<'py>, chunk: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
         let mut guard = self.lock(py)?;
         let state = &mut *guard;
         if chunk.is_some() && state.decoder.is_closed() {
             return Err(closed("SSEDecoder"));
         }
-        let mut out = Outbox::new(std::mem::take(&mut state.backlog));
-        let strings = &mut state.strings;
-        let mut sink = |frame: sse::Frame<'_>| match frame {
-            Ok(e) => out.push_frame(strings.event(py, e)),
-            Err(e) => out.push(Item::Error(e)),
+        let SseState {
+            decoder,
+            strings,
+            arena,
+            steps,
+            backlog,
+        } = state;
+        let mut sink = |frame: sse::Frame<'_>| {
+            steps.push(match frame {
+                Ok(e) => strings.step(py, e, arena),
+                Err(e) => Step::Error(e),
+            });
         };
         match chunk {
-            Some(bytes) => state.decoder.feed(bytes, &mut sink),
-            None => state.decoder.close(&mut sink),
+            Some(bytes) => decoder.feed(bytes, &mut sink),
+            None => decoder.close(&mut sink),
         }
-        out.finish(py, &mut state.backlog, sse_exception)
+        if steps.is_empty() && backlog.is_empty() {
+            return Ok(PyList::empty(py)); // most small reads end no event
+        }
+        let shared: Arc<[u8]> = Arc::from(arena.as_slice());
+        arena.clear();
+        let mut out = Outbox::new(std::mem::take(backlog));
+        for step in steps.drain(..) {
+            match step {
+                Step::Event {
+                    event,
+                    id,
+                    retry,
+                    data,
+                } => {
+                    let (buffer, range) = match data {
+                        Data::Shared(range) => (Arc::clone(&shared), range),
+                        Data::Own(own) => {
+                            let range = 0..own.len();
+                            (own, range)
+                        }
+                    };
+                    let event = ServerSentEvent {
+                        event,
+                        id,
+                        retry,
+                        buffer,
+                        range,
+                        text: OnceStr::empty(),
+                    };
+                    out.push_frame(Bound::new(py, event).map(|e| e.into_any().unbind()));
+                }
+                Step::Error(e) => out.push(Item::Error(e)),
+            }
+        }
+        out.finish(py, backlog, sse_exception)
     }
 }
 
@@ -451,6 +450,8 @@ impl SSEDecoder {
             inner: Mutex::new(SseState {
                 decoder: sse::SseDecoder::new(max_event_bytes),
                 strings: Strings::default(),
+                arena: Vec::new(),
+                steps: Vec::new(),
                 backlog: Vec::new(),
             }),
         }
