@@ -189,10 +189,16 @@ mod tests {
         let expected: Vec<u32> = text.chars().map(u32::from).collect();
         assert_eq!(widen::<u32>(text), expected);
         let bmp = "ascii run of more than eight \u{e9}\u{3a9}\u{65e5}";
-        let expected: Vec<u16> = bmp.chars().map(|c| u16::try_from(u32::from(c)).unwrap()).collect();
+        let expected: Vec<u16> = bmp
+            .chars()
+            .map(|c| u16::try_from(u32::from(c)).unwrap())
+            .collect();
         assert_eq!(widen::<u16>(bmp), expected);
         let latin = "caf\u{e9} na\u{ef}ve \u{ff}\u{80}";
-        let expected: Vec<u8> = latin.chars().map(|c| u8::try_from(u32::from(c)).unwrap()).collect();
+        let expected: Vec<u8> = latin
+            .chars()
+            .map(|c| u8::try_from(u32::from(c)).unwrap())
+            .collect();
         assert_eq!(widen::<u8>(latin), expected);
     }
 

@@ -605,3 +605,33 @@ fn fuzz_sse_split_time_boxed() {
     }
     eprintln!("fuzz_sse_split_time_boxed: {} cases", rounds * 256);
 }
+
+#[test]
+fn whole_known_lines_and_split_ones_agree() {
+    // The whole-line shortcut for `data:` / `event:` against the same lines cut mid-name,
+    // mid-prefix and right after the colon (the general path).
+    let input = b"event:a\ndata:x\nevent: b\ndata: y\ndata:\ndataz: no\nevents: no\ndata\n\n";
+    let whole = decode(input);
+    assert_eq!(whole, vec![ev("b", "x\ny\n\n", "")]);
+    for cut in 0..input.len() {
+        let (a, b) = input.split_at(cut);
+        let split = decode_chunks([a, b], DEFAULT_MAX_EVENT_BYTES);
+        let events: Vec<Event> = split.frames.into_iter().map(Result::unwrap).collect();
+        assert_eq!(events, whole, "cut at {cut}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn line_end_search_matches_a_plain_scan(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'\r'), Just(b'\n'), Just(0x8a), Just(0x0b), any::<u8>()],
+            0..150,
+        ),
+        start in 0usize..16,
+    ) {
+        let bytes = &bytes[start.min(bytes.len())..];
+        let expected = bytes.iter().position(|&b| b == b'\r' || b == b'\n');
+        prop_assert_eq!(find_line_end(bytes), expected);
+    }
+}
