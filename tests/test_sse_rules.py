@@ -3,6 +3,7 @@ spec's own examples, plus the limits streamfold adds (max_event_bytes, bounded m
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import subprocess
@@ -525,3 +526,31 @@ def test_large_data_decodes_exactly_like_small(tail: bytes) -> None:
         raw = head.encode() + tail
         (event,) = decode(b"data: " + raw + b"\n\n")
         assert event.data == raw.decode("utf-8", "replace")
+
+
+def test_events_outlive_their_decoder_and_batch() -> None:
+    # The events of one feed share one buffer: each must keep it alive on its own, and read
+    # only its own part of it.
+    dec = SSEDecoder()
+    kept = dec.feed(b"data: first\n\ndata: " + b"x" * 70_000 + b"\n\ndata: caf\xc3\xa9\n\n")
+    del dec
+    gc.collect()
+    last = kept.pop()
+    del kept[0]
+    gc.collect()
+    assert last.data == "café"
+    assert last.data_bytes == "café".encode()
+    assert kept[0].data == "x" * 70_000
+    assert kept[0].data_bytes == b"x" * 70_000
+
+
+def test_events_from_the_free_list_carry_only_their_own_values() -> None:
+    dec = SSEDecoder()
+    for round_ in range(3):
+        batch = dec.feed(
+            b"".join(b"event: t%d\nid: %d\ndata: %d\n\n" % (i, i, i * round_) for i in range(2000))
+        )
+        assert [(e.event, e.id, e.data) for e in batch] == [
+            (f"t{i}", str(i), str(i * round_)) for i in range(2000)
+        ]
+        del batch

@@ -145,3 +145,12 @@ def test_json_lines_decoder_shared_by_threads() -> None:
     for n, values in enumerate(results):
         assert values == [{"t": n, "i": i} for i in range(500)]
     assert dec.close() == []
+
+
+def test_threads_reading_one_event_get_one_string() -> None:
+    # `data` is made on first access; threads racing for it must all get the same `str`.
+    for _ in range(20):
+        (event,) = SSEDecoder().feed("data: ∂ata shared by every thread 😀\n\n".encode())
+        results = run_threads(lambda _n: event.data)
+        assert results[0] == "∂ata shared by every thread 😀"
+        assert all(r is results[0] for r in results)
