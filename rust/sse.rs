@@ -137,7 +137,11 @@ pub struct SseDecoder {
     data: Vec<u8>,
     /// Any `data` field seen in this block: the spec's "data buffer is not empty".
     has_data: bool,
+    /// The spec's "event type buffer" is `event_type` while `has_type`; the text is kept when
+    /// the buffer is reset, so the next block naming the same type (the usual case) is a
+    /// compare, not a decode.
     event_type: String,
+    has_type: bool,
     /// The spec's "last event ID buffer": set by `id:` lines, committed at each blank line.
     id_buffer: String,
     /// The spec's "last event ID string": what events carry and reconnection would send.
@@ -184,6 +188,7 @@ impl SseDecoder {
             data: Vec::new(),
             has_data: false,
             event_type: String::new(),
+            has_type: false,
             id_buffer: String::new(),
             last_event_id: String::new(),
             block_retry: None,
@@ -450,8 +455,11 @@ impl SseDecoder {
                 }
             }
             Field::Event => {
-                self.event_type.clear();
-                self.event_type.push_str(&decode_lossy(&self.value));
+                if self.value != self.event_type.as_bytes() {
+                    self.event_type.clear();
+                    self.event_type.push_str(&decode_lossy(&self.value));
+                }
+                self.has_type = !self.event_type.is_empty();
             }
             Field::Id => {
                 if !self.value.contains(&0) {
@@ -481,7 +489,7 @@ impl SseDecoder {
             if self.data.last() == Some(&b'\n') {
                 self.data.pop();
             }
-            let event = if self.event_type.is_empty() {
+            let event = if !self.has_type {
                 "message"
             } else {
                 self.event_type.as_str()
@@ -503,7 +511,7 @@ impl SseDecoder {
             self.data = Vec::new();
         }
         self.has_data = false;
-        self.event_type.clear();
+        self.has_type = false;
         self.block_retry = None;
         self.oversized = false;
     }

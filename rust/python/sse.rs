@@ -9,7 +9,7 @@
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -87,7 +87,9 @@ pub struct ServerSentEvent {
     /// The `retry` value given inside this event's block, if any.
     #[pyo3(get)]
     retry: Option<u64>,
-    buffer: Arc<[u8]>,
+    /// A `bytes` rather than a Rust allocation: Python's small-object allocator is faster,
+    /// and an event that is its buffer's only one hands it out as `data_bytes` uncopied.
+    buffer: Py<PyBytes>,
     range: Range<usize>,
     /// The data as `str`, once asked for.
     text: OnceStr,
@@ -108,12 +110,12 @@ impl ServerSentEvent {
             .filter(|e| e.len().is_ok_and(|n| n > 0))
             .unwrap_or_else(|| intern!(py, "message").clone());
         let data = data.unwrap_or_else(|| intern!(py, "").clone());
-        let buffer: Arc<[u8]> = Arc::from(data.to_string_lossy().as_bytes());
+        let buffer = PyBytes::new(py, data.to_string_lossy().as_bytes()).unbind();
         ServerSentEvent {
             event: event.unbind(),
             id: id.unwrap_or_else(|| intern!(py, "").clone()).unbind(),
             retry,
-            range: 0..buffer.len(),
+            range: 0..buffer.as_bytes(py).len(),
             buffer,
             text: OnceStr::with(data),
         }
@@ -123,7 +125,7 @@ impl ServerSentEvent {
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         self.text
-            .get_or_make(py, || str_from_utf8(py, &self.buffer[self.range.clone()]))
+            .get_or_make(py, || str_from_utf8(py, self.raw_bytes(py)))
     }
 
     /// The data as the bytes received (UTF-8, not validated). Cheaper than `data` when only a
@@ -131,12 +133,16 @@ impl ServerSentEvent {
     /// decode only the varying part, so the whole `str` is never made.
     #[getter]
     fn data_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.buffer[self.range.clone()])
+        let buffer = self.buffer.bind(py);
+        if self.range.start == 0 && self.range.end == buffer.as_bytes().len() {
+            return buffer.clone();
+        }
+        PyBytes::new(py, self.raw_bytes(py))
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text = decode_lossy(self.raw_bytes());
+        let text = decode_lossy(self.raw_bytes(py));
         parse_json(py, text.as_bytes()).map_err(|e| {
             let msg = format!(
                 "data of event {:?} is not valid JSON: {} at byte {} of the data",
@@ -156,7 +162,7 @@ impl ServerSentEvent {
     fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
         let same = |a: &Py<PyString>, b: &Py<PyString>| PyAnyMethods::eq(a.bind(py).as_any(), b);
         Ok(self.retry == other.retry
-            && decode_lossy(self.raw_bytes()) == decode_lossy(other.raw_bytes())
+            && decode_lossy(self.raw_bytes(py)) == decode_lossy(other.raw_bytes(py))
             && same(&self.event, &other.event)?
             && same(&self.id, &other.id)?)
     }
@@ -187,8 +193,8 @@ impl ServerSentEvent {
 
 impl ServerSentEvent {
     /// The data as received (see `data_bytes`).
-    pub(crate) fn raw_bytes(&self) -> &[u8] {
-        &self.buffer[self.range.clone()]
+    pub(crate) fn raw_bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
+        &self.buffer.as_bytes(py)[self.range.clone()]
     }
 }
 
@@ -243,7 +249,7 @@ impl Strings {
     /// Phase one of a call: the event's strings, and its data appended to `arena`.
     fn step(&mut self, py: Python<'_>, e: EventRef<'_>, arena: &mut Vec<u8>) -> Step {
         let data = if e.data.len() >= LARGE_DATA {
-            Data::Own(Arc::from(e.data))
+            Data::Own(PyBytes::new(py, e.data).unbind())
         } else {
             let start = arena.len();
             arena.extend_from_slice(e.data);
@@ -261,7 +267,7 @@ impl Strings {
 /// Where an event's data is, between the two phases of a call.
 enum Data {
     Shared(Range<usize>),
-    Own(Arc<[u8]>),
+    Own(Py<PyBytes>),
 }
 
 /// What the decoder produced, before the Python objects are made.
@@ -405,7 +411,7 @@ impl SSEDecoder {
         if steps.is_empty() && backlog.is_empty() {
             return Ok(PyList::empty(py)); // most small reads end no event
         }
-        let shared: Arc<[u8]> = Arc::from(arena.as_slice());
+        let shared = PyBytes::new(py, arena);
         arena.clear();
         let mut out = Outbox::new(std::mem::take(backlog));
         for step in steps.drain(..) {
@@ -417,9 +423,9 @@ impl SSEDecoder {
                     data,
                 } => {
                     let (buffer, range) = match data {
-                        Data::Shared(range) => (Arc::clone(&shared), range),
+                        Data::Shared(range) => (shared.clone().unbind(), range),
                         Data::Own(own) => {
-                            let range = 0..own.len();
+                            let range = 0..own.as_bytes(py).len();
                             (own, range)
                         }
                     };

@@ -42,7 +42,7 @@ impl TemplateCut {
         let Ok(frame) = frame.cast::<ServerSentEvent>() else {
             return Ok(None); // not ours to read: the Python reader decides
         };
-        let raw = frame.get().raw_bytes();
+        let raw = frame.get().raw_bytes(py);
         let (prefix, rest) = (self.prefix.as_bytes(py), self.rest.as_bytes(py));
         if raw.len() <= prefix.len() + rest.len()
             || !raw.starts_with(prefix)

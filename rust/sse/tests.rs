@@ -635,3 +635,10 @@ proptest! {
         prop_assert_eq!(find_line_end(bytes), expected);
     }
 }
+
+#[test]
+fn event_type_resets_after_each_dispatch_even_when_repeated() {
+    let input = b"event: a\ndata: 1\n\ndata: 2\n\nevent: a\ndata: 3\n\nevent:\ndata: 4\n\nevent: a\nevent: b\ndata: 5\n\nevent: \xffx\ndata: 6\n\n";
+    let types: Vec<String> = decode(input).into_iter().map(|e| e.event).collect();
+    assert_eq!(types, ["a", "message", "a", "message", "b", "\u{fffd}x"]);
+}
