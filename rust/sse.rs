@@ -137,11 +137,7 @@ pub struct SseDecoder {
     data: Vec<u8>,
     /// Any `data` field seen in this block: the spec's "data buffer is not empty".
     has_data: bool,
-    /// The spec's "event type buffer" is `event_type` while `has_type`; the text is kept when
-    /// the buffer is reset, so the next block naming the same type (the usual case) is a
-    /// compare, not a decode.
-    event_type: String,
-    has_type: bool,
+    event_type: EventType,
     /// The spec's "last event ID buffer": set by `id:` lines, committed at each blank line.
     id_buffer: String,
     /// The spec's "last event ID string": what events carry and reconnection would send.
@@ -187,8 +183,7 @@ impl SseDecoder {
             value: Vec::new(),
             data: Vec::new(),
             has_data: false,
-            event_type: String::new(),
-            has_type: false,
+            event_type: EventType::default(),
             id_buffer: String::new(),
             last_event_id: String::new(),
             block_retry: None,
@@ -305,7 +300,14 @@ impl SseDecoder {
                 self.offset += 1;
             }
         }
-        while let Some(end) = find_line_end(chunk) {
+        loop {
+            if let Some(taken) = self.whole_block(chunk, sink) {
+                chunk = &chunk[taken..];
+                continue;
+            }
+            let Some(end) = find_line_end(chunk) else {
+                break;
+            };
             // The lines nearly every stream is made of, `data: …` and `event: …` seen whole,
             // skip the field-name buffer: the name is known from the prefix.
             let skip = match (self.line, known_field(&chunk[..end])) {
@@ -454,13 +456,7 @@ impl SseDecoder {
                     self.data.push(b'\n');
                 }
             }
-            Field::Event => {
-                if self.value != self.event_type.as_bytes() {
-                    self.event_type.clear();
-                    self.event_type.push_str(&decode_lossy(&self.value));
-                }
-                self.has_type = !self.event_type.is_empty();
-            }
+            Field::Event => self.event_type.set(&self.value),
             Field::Id => {
                 if !self.value.contains(&0) {
                     self.id_buffer.clear();
@@ -480,6 +476,71 @@ impl SseDecoder {
         }
     }
 
+    /// A block that lies whole in `chunk`, made of one `data:` line and at most one `event:`
+    /// line (either order) and ended by a blank line: how nearly every provider sends its
+    /// events. It is dispatched straight from the chunk, its data never copied into the data
+    /// buffer. Returns the bytes it took, or `None`, having changed nothing, for any other
+    /// shape (or a CR at the chunk's end), which the line-by-line path then reads.
+    fn whole_block<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: &mut F) -> Option<usize> {
+        // A few dozen bytes rarely hold a whole block: small reads would mostly scan in vain.
+        if chunk.len() < SHORT_SCAN
+            || self.line != LineState::Start
+            || self.has_data
+            || self.oversized
+        {
+            return None;
+        }
+        let (mut at, mut data, mut event) = (0, None, None);
+        loop {
+            let rest = &chunk[at..];
+            let end = find_line_end(rest)?;
+            let next = at
+                + end
+                + match rest.get(end..=end + 1) {
+                    Some(b"\r\n") => 2,
+                    Some(_) => 1,
+                    None if rest[end] == b'\n' => 1,
+                    None => return None, // a CR last: the next chunk may hold its LF
+                };
+            let line = &rest[..end];
+            if line.is_empty() {
+                let data = data?;
+                if self.last_event_id != self.id_buffer {
+                    self.last_event_id.clone_from(&self.id_buffer);
+                }
+                if let Some(name) = event {
+                    self.event_type.set(name);
+                }
+                sink(Ok(EventRef {
+                    event: self.event_type.name(),
+                    data,
+                    id: &self.last_event_id,
+                    retry: self.block_retry,
+                }));
+                self.reset_block();
+                self.offset += next as u64;
+                return Some(next);
+            }
+            let (field, prefix) = known_field(line)?;
+            let mut value = &line[prefix..];
+            if let Some(tail) = value.strip_prefix(b" ") {
+                value = tail;
+            }
+            if value.len() > self.max_event_bytes {
+                return None; // the line-by-line path reports it where it overflows
+            }
+            let slot = if field == Field::Data {
+                &mut data
+            } else {
+                &mut event
+            };
+            if slot.replace(value).is_some() {
+                return None; // a second line of the same field
+            }
+            at = next;
+        }
+    }
+
     fn dispatch<F: FnMut(Frame<'_>)>(&mut self, sink: &mut F) {
         // Step 1: the last event id is committed at every blank line, dispatch or not.
         if self.last_event_id != self.id_buffer {
@@ -489,13 +550,8 @@ impl SseDecoder {
             if self.data.last() == Some(&b'\n') {
                 self.data.pop();
             }
-            let event = if !self.has_type {
-                "message"
-            } else {
-                self.event_type.as_str()
-            };
             sink(Ok(EventRef {
-                event,
+                event: self.event_type.name(),
                 data: &self.data,
                 id: &self.last_event_id,
                 retry: self.block_retry,
@@ -511,9 +567,41 @@ impl SseDecoder {
             self.data = Vec::new();
         }
         self.has_data = false;
-        self.has_type = false;
+        self.event_type.reset();
         self.block_retry = None;
         self.oversized = false;
+    }
+}
+
+/// The spec's "event type buffer". Its text is kept when the buffer is reset, so that the next
+/// block naming the same type (the usual case) costs a compare, not a decode.
+#[derive(Debug, Default)]
+struct EventType {
+    text: String,
+    set: bool,
+}
+
+impl EventType {
+    /// "Set the event type buffer to the field value."
+    fn set(&mut self, value: &[u8]) {
+        if value != self.text.as_bytes() {
+            self.text.clear();
+            self.text.push_str(&decode_lossy(value));
+        }
+        self.set = !self.text.is_empty();
+    }
+
+    fn reset(&mut self) {
+        self.set = false;
+    }
+
+    /// The type an event dispatched now has: `message` when the buffer is empty.
+    fn name(&self) -> &str {
+        if self.set {
+            &self.text
+        } else {
+            "message"
+        }
     }
 }
 

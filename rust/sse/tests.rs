@@ -642,3 +642,57 @@ fn event_type_resets_after_each_dispatch_even_when_repeated() {
     let types: Vec<String> = decode(input).into_iter().map(|e| e.event).collect();
     assert_eq!(types, ["a", "message", "a", "message", "b", "\u{fffd}x"]);
 }
+
+#[test]
+fn whole_blocks_agree_with_the_line_by_line_path() {
+    // Blocks the shortcut takes, blocks it must leave (two data lines, `id`, `retry`, comments,
+    // CR line ends, an empty data block) and blocks begun before it: every cut into two chunks
+    // and byte by byte must decode as the whole does.
+    let inputs: [&[u8]; 6] = [
+        b"event: a\ndata: 1\n\ndata: 2\nevent: b\n\ndata:3\r\n\r\nevent:\ndata: 4\r\r",
+        b"id: 7\ndata: x\n\nretry: 9\ndata: y\n\ndata: z\n\n: c\ndata: w\n\n",
+        b"event: a\nevent: b\ndata: 1\n\ndata: 1\ndata: 2\n\ndata:\n\nevent: a\n\ndata: q\n\n",
+        b"data: \xffbad\n\nevent: \xfe\ndata: v\n\nid: a\x00b\ndata: n\n\ndata: end\n",
+        b"data: x\r\n\rdata: y\r\ndata: z\n\ndata\n\n",
+        b"\xef\xbb\xbfdata: bom\n\nevent: e\r\ndata: f\r\n\r\n",
+    ];
+    // A long last event, so that the whole input and the longer pieces are long enough for
+    // the shortcut to be tried at every block start (it skips reads of a few dozen bytes).
+    let tail = [&b"data: "[..], &[b'p'; 80], b"\n\n"].concat();
+    for input in inputs {
+        let input = &[input, &tail[..]].concat()[..];
+        let whole = decode_chunks([input], DEFAULT_MAX_EVENT_BYTES);
+        for cut in 0..=input.len() {
+            let (a, b) = input.split_at(cut);
+            assert_eq!(
+                decode_chunks([a, b], DEFAULT_MAX_EVENT_BYTES),
+                whole,
+                "cut at {cut}"
+            );
+        }
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(decode_chunks(bytes, DEFAULT_MAX_EVENT_BYTES), whole);
+    }
+    let first = decode(&[inputs[1], &tail[..]].concat());
+    assert_eq!(first[0].id, "7");
+    assert_eq!(first[1].retry, Some(9));
+    assert_eq!(first[2].retry, None);
+}
+
+#[test]
+fn whole_block_over_the_limit_is_reported_like_any_other() {
+    let limit = 8;
+    let pad = [b':'; 80];
+    for input in [
+        &b"data: 123456789\n\ndata: ok\n\n"[..],
+        b"event: 123456789\ndata: x\n\ndata: ok\n\n",
+    ] {
+        let input = [input, b"\n", &pad, b"\n"].concat();
+        let (events, errors) = decode_all(&input, limit);
+        assert_eq!(
+            events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(),
+            ["ok"]
+        );
+        assert_eq!(errors.len(), 1, "{input:?}");
+    }
+}
