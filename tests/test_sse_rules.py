@@ -554,3 +554,16 @@ def test_events_from_the_free_list_carry_only_their_own_values() -> None:
             (f"t{i}", str(i), str(i * round_)) for i in range(2000)
         ]
         del batch
+
+
+def test_events_do_not_see_a_bytearray_changed_after_feed() -> None:
+    # A `bytes` chunk is immutable and may be shared by the events cut from it; a bytearray
+    # (or the object behind a memoryview) can change, so its bytes must have been copied.
+    body = b"event: a\ndata: " + b"x" * 100 + b"\n\n"
+    for make in (bytearray, lambda b: memoryview(bytearray(b))):
+        chunk = make(body)
+        (event,) = SSEDecoder().feed(chunk)
+        target = chunk.obj if isinstance(chunk, memoryview) else chunk
+        target[20:30] = b"y" * 10
+        assert event.data == "x" * 100
+        assert event.event == "a"

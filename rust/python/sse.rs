@@ -72,8 +72,10 @@ fn closed(what: &str) -> PyErr {
 ///
 /// The data is kept as the bytes received and becomes a `str` on first access: most events
 /// are only ever parsed as JSON, which `json()` does straight from those bytes. The bytes are
-/// a range of one buffer shared by all the events a `feed` call returns (one allocation per
-/// call, not per event); an event of `LARGE_DATA` bytes or more has a buffer of its own.
+/// a range of a buffer shared with other events: the `bytes` chunk that was fed, or one made
+/// per `feed` call (see `SSEDecoder::run`); an event of `LARGE_DATA` bytes or more that is not
+/// in the chunk has a buffer of its own. Keeping an event keeps its buffer alive.
+///
 /// A free list: a framing loop makes and drops these by the thousand, and taking one back
 /// from the list skips the allocator and the zeroing of a fresh object.
 #[pyclass(frozen, freelist = 1024, module = "streamfold._core")]
@@ -247,13 +249,23 @@ impl Strings {
     }
 
     /// Phase one of a call: the event's strings, and its data appended to `arena`.
-    fn step(&mut self, py: Python<'_>, e: EventRef<'_>, arena: &mut Vec<u8>) -> Step {
-        let data = if e.data.len() >= LARGE_DATA {
-            Data::Own(PyBytes::new(py, e.data).unbind())
-        } else {
-            let start = arena.len();
-            arena.extend_from_slice(e.data);
-            Data::Shared(start..arena.len())
+    /// `chunk` is the `bytes` being fed, when it is one: data lying inside it (the decoder
+    /// hands out slices of the chunk for blocks it holds whole) is referenced, not copied.
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        e: EventRef<'_>,
+        chunk: Option<&Bound<'_, PyBytes>>,
+        arena: &mut Vec<u8>,
+    ) -> Step {
+        let data = match chunk.and_then(|c| Some((c, within(e.data, c.as_bytes())?))) {
+            Some((chunk, range)) => Data::Chunk(chunk.clone().unbind(), range),
+            None if e.data.len() >= LARGE_DATA => Data::Own(PyBytes::new(py, e.data).unbind()),
+            None => {
+                let start = arena.len();
+                arena.extend_from_slice(e.data);
+                Data::Arena(start..arena.len())
+            }
         };
         Step::Event {
             event: self.event_type(py, e.event),
@@ -264,9 +276,17 @@ impl Strings {
     }
 }
 
+/// Where `part` lies in `whole`, when it is a (non-empty) slice of it.
+fn within(part: &[u8], whole: &[u8]) -> Option<Range<usize>> {
+    let start = part.as_ptr().addr().checked_sub(whole.as_ptr().addr())?;
+    let end = start + part.len();
+    (!part.is_empty() && end <= whole.len()).then_some(start..end)
+}
+
 /// Where an event's data is, between the two phases of a call.
 enum Data {
-    Shared(Range<usize>),
+    Chunk(Py<PyBytes>, Range<usize>),
+    Arena(Range<usize>),
     Own(Py<PyBytes>),
 }
 
@@ -350,6 +370,15 @@ impl<E> Outbox<E> {
     }
 }
 
+/// What one call decodes: a `bytes` chunk (events may reference it), other bytes (copied
+/// before decoding: a `bytearray` can change under us), or the end of input.
+#[derive(Clone, Copy)]
+enum Input<'a, 'py> {
+    Bytes(&'a Bound<'py, PyBytes>),
+    Copy(&'a [u8]),
+    End,
+}
+
 struct SseState {
     decoder: sse::SseDecoder,
     strings: Strings,
@@ -383,14 +412,21 @@ impl SSEDecoder {
             .map_err(|_| poisoned("SSEDecoder"))
     }
 
-    /// Two phases: the decoder runs over the whole chunk collecting events with their data in
-    /// one buffer, then that buffer is frozen and shared by the event objects made from it.
-    fn run<'py>(&self, py: Python<'py>, chunk: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+    /// Two phases: the decoder runs over the whole chunk collecting events, then the Python
+    /// objects are made. An event's data is a range of the chunk itself when the decoder saw its
+    /// block whole there (most events, no copy), else of one buffer for the call holding the
+    /// data of all the other events back to back (one allocation, not one per event).
+    fn run<'py>(&self, py: Python<'py>, input: Input<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         let mut guard = self.lock(py)?;
         let state = &mut *guard;
-        if chunk.is_some() && state.decoder.is_closed() {
+        if !matches!(input, Input::End) && state.decoder.is_closed() {
             return Err(closed("SSEDecoder"));
         }
+        let (chunk, owner) = match input {
+            Input::Bytes(b) => (b.as_bytes(), Some(b)),
+            Input::Copy(bytes) => (bytes, None),
+            Input::End => (&[][..], None),
+        };
         let SseState {
             decoder,
             strings,
@@ -400,13 +436,13 @@ impl SSEDecoder {
         } = state;
         let mut sink = |frame: sse::Frame<'_>| {
             steps.push(match frame {
-                Ok(e) => strings.step(py, e, arena),
+                Ok(e) => strings.step(py, e, owner, arena),
                 Err(e) => Step::Error(e),
             });
         };
-        match chunk {
-            Some(bytes) => decoder.feed(bytes, &mut sink),
-            None => decoder.close(&mut sink),
+        match input {
+            Input::End => decoder.close(&mut sink),
+            _ => decoder.feed(chunk, &mut sink),
         }
         if steps.is_empty() && backlog.is_empty() {
             return Ok(PyList::empty(py)); // most small reads end no event
@@ -423,7 +459,8 @@ impl SSEDecoder {
                     data,
                 } => {
                     let (buffer, range) = match data {
-                        Data::Shared(range) => (shared.clone().unbind(), range),
+                        Data::Arena(range) => (shared.clone().unbind(), range),
+                        Data::Chunk(chunk, range) => (chunk, range),
                         Data::Own(own) => {
                             let range = 0..own.as_bytes(py).len();
                             (own, range)
@@ -471,12 +508,15 @@ impl SSEDecoder {
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        with_chunk_bytes(chunk, |bytes| self.run(py, Some(bytes)))?
+        if let Ok(bytes) = chunk.cast::<PyBytes>() {
+            return self.run(py, Input::Bytes(bytes));
+        }
+        with_chunk_bytes(chunk, |bytes| self.run(py, Input::Copy(bytes)))?
     }
 
     /// End of input. An event not closed by a blank line is discarded (see `dropped_partial`).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.run(py, None)
+        self.run(py, Input::End)
     }
 
     /// The last event id committed by a blank line.
