@@ -26,7 +26,15 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 PROVIDER_NAMES: tuple[str, ...] = (*_REGISTRY, "auto")
 
 
+#: Classes already imported: ``import_module`` costs microseconds even for a loaded module,
+#: which shows on short streams (one provider is made per stream).
+_CLASSES: dict[str, type[Provider]] = {}
+
+
 def provider_class(name: str) -> type[Provider]:
+    cls = _CLASSES.get(name)
+    if cls is not None:
+        return cls
     try:
         module_name, class_name = _REGISTRY[name]
     except KeyError:
@@ -34,8 +42,9 @@ def provider_class(name: str) -> type[Provider]:
             f"unknown provider {name!r}; expected one of: {', '.join(PROVIDER_NAMES)}"
         ) from None
     module = importlib.import_module(f"{__name__}.{module_name}")
-    cls: type[Provider] = getattr(module, class_name)
-    return cls
+    loaded: type[Provider] = getattr(module, class_name)
+    _CLASSES[name] = loaded
+    return loaded
 
 
 def get_provider(name: str, *, strict: bool = False) -> Provider:
