@@ -493,7 +493,12 @@ impl SseDecoder {
         let (mut at, mut data, mut event) = (0, None, None);
         loop {
             let rest = &chunk[at..];
-            let end = find_line_end(rest)?;
+            // The blank line that ends a block is found without a scan.
+            let end = if matches!(rest.first(), Some(b'\n' | b'\r')) {
+                0
+            } else {
+                find_line_end(rest)?
+            };
             let next = at
                 + end
                 + match rest.get(end..=end + 1) {
