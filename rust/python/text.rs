@@ -16,12 +16,7 @@ use crate::sse::decode_lossy;
 /// once into a `str` of its final width and length ([`crate::utf8::decode_into`], which also
 /// validates). Pure ASCII, most payloads, is one copy. Invalid UTF-8 (rare) is repaired first.
 pub fn str_from_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
-    // One byte or none: CPython hands out its cached one-character and empty strings.
-    if bytes.len() > 1 {
-        if let Some(s) = build(py, bytes) {
-            return s;
-        }
-    } else if let Ok(s) = PyString::from_bytes(py, bytes) {
+    if let Some(s) = build(py, bytes) {
         return s;
     }
     let text = decode_lossy(bytes);
@@ -37,6 +32,11 @@ fn build<'py>(py: Python<'py>, bytes: &[u8]) -> Option<Bound<'py, PyString>> {
 
     let shape = shape(bytes);
     let chars = shape.chars;
+    if chars <= 1 && shape.width.max_char() <= 0xFF {
+        // CPython hands out its cached empty and one-character strings (and their cached
+        // UTF-8): the same objects, as `bytes.decode` gives.
+        return PyString::from_bytes(py, bytes).ok();
+    }
     let size = ffi::Py_ssize_t::try_from(chars).ok()?;
     // SAFETY: `PyUnicode_New` returns a new reference to an uninitialised string of `size`
     // characters of the kind `max_char` calls for, or null with an error set (out of memory:
