@@ -12,9 +12,12 @@ __all__ = [
     "SlotBuilder",
     "TemplateCut",
     "__version__",
+    "_bench_str_from_utf8",
 ]
 
 __version__: str
+
+def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
 
 @final
 class ServerSentEvent:

@@ -18,6 +18,8 @@ mod _core {
     use super::sse::{JsonLinesDecoder, SSEDecoder, ServerSentEvent};
     #[pymodule_export]
     use super::template::TemplateCut;
+    #[pymodule_export]
+    use super::text::bench_str_from_utf8;
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

@@ -8,69 +8,103 @@ use pyo3::types::PyString;
 
 use crate::sse::decode_lossy;
 
-const LARGE: usize = 64 * 1024;
-
 /// The `str` of UTF-8 bytes; invalid sequences become U+FFFD, as the event-stream spec says.
 ///
-/// Pure ASCII (most payloads) goes straight to CPython, whose ASCII decoder is a copy. Other
-/// text is measured first ([`crate::utf8::shape`]) and written once into a `str` of its final
-/// width and length, where CPython's decoder would widen and copy its buffer as wider
-/// characters turn up and shrink it at the end (see `crate::utf8`).
+/// `CPython`'s decoder starts a narrow buffer as long as the bytes, widens and copies it when a
+/// wider character turns up and shrinks it at the end. Here the text is measured first
+/// ([`crate::utf8::shape`]: its length and widest character, 16 bytes a step) and written
+/// once into a `str` of its final width and length ([`crate::utf8::decode_into`], which also
+/// validates). Pure ASCII, most payloads, is one copy. Invalid UTF-8 (rare) is repaired first.
 pub fn str_from_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
-    if bytes.len() < LARGE {
-        if let Ok(s) = PyString::from_bytes(py, bytes) {
-            return s;
-        }
+    if let Some(s) = build(py, bytes) {
+        return s;
     }
-    build(py, &decode_lossy(bytes))
+    let text = decode_lossy(bytes);
+    build(py, text.as_bytes()).unwrap_or_else(|| PyString::new(py, &text))
 }
 
+/// The `str` of `bytes`, if they are valid UTF-8 (and memory allows).
 #[cfg(not(feature = "abi3"))]
-fn build<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+fn build<'py>(py: Python<'py>, bytes: &[u8]) -> Option<Bound<'py, PyString>> {
+    use std::mem::MaybeUninit;
+
     use crate::utf8::{decode_into, shape, Width};
 
-    let shape = shape(text);
-    let Ok(size) = ffi::Py_ssize_t::try_from(shape.chars) else {
-        return PyString::new(py, text);
-    };
-    let max_char: ffi::Py_UCS4 = shape.width.max_char();
+    let shape = shape(bytes);
+    let chars = shape.chars;
+    if chars <= 1 && shape.width.max_char() <= 0xFF {
+        // CPython hands out its cached empty and one-character strings (and their cached
+        // UTF-8): the same objects, as `bytes.decode` gives.
+        return PyString::from_bytes(py, bytes).ok();
+    }
+    let size = ffi::Py_ssize_t::try_from(chars).ok()?;
     // SAFETY: `PyUnicode_New` returns a new reference to an uninitialised string of `size`
     // characters of the kind `max_char` calls for, or null with an error set (out of memory:
-    // cleared, and `PyString::new` then raises it properly). The slice covers exactly those
-    // `size` units, of the type that kind uses, and `decode_into` writes every one of them
-    // (`shape` counted them) before the string is handed out; every character fits the unit
-    // (`shape` chose the width from the widest). The width is the narrowest that fits, which
-    // CPython requires of every `str`.
+    // cleared, and the caller's `PyString::new` then raises it properly). Each slice covers
+    // exactly those `chars` units, of the type that kind uses, as `MaybeUninit` since they are
+    // not written yet. ASCII (no byte above 0x7F) is one unit per byte and copied whole;
+    // otherwise `decode_into` returns `Ok` only once it has written every unit, each a
+    // character that fits it. The width is the narrowest that fits (`shape` takes it from the
+    // widest character), which CPython requires of every `str`. A string left unfinished
+    // (invalid UTF-8) is released unseen: deallocation reads no characters.
     unsafe {
-        let ptr = ffi::PyUnicode_New(size, max_char);
+        let ptr = ffi::PyUnicode_New(size, shape.width.max_char());
         if ptr.is_null() {
             ffi::PyErr_Clear();
-            return PyString::new(py, text);
+            return None;
         }
         let data = ffi::PyUnicode_DATA(ptr);
-        match shape.width {
-            Width::Ascii => std::ptr::copy_nonoverlapping(text.as_ptr(), data.cast(), shape.chars),
+        let written = match shape.width {
+            Width::Ascii => {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len());
+                Ok(())
+            }
             Width::Latin1 => decode_into(
-                text,
-                std::slice::from_raw_parts_mut(data.cast::<u8>(), shape.chars),
+                bytes,
+                std::slice::from_raw_parts_mut(data.cast::<MaybeUninit<u8>>(), chars),
             ),
             Width::Ucs2 => decode_into(
-                text,
-                std::slice::from_raw_parts_mut(data.cast::<u16>(), shape.chars),
+                bytes,
+                std::slice::from_raw_parts_mut(data.cast::<MaybeUninit<u16>>(), chars),
             ),
             Width::Ucs4 => decode_into(
-                text,
-                std::slice::from_raw_parts_mut(data.cast::<u32>(), shape.chars),
+                bytes,
+                std::slice::from_raw_parts_mut(data.cast::<MaybeUninit<u32>>(), chars),
             ),
-        }
-        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
+        };
+        let s = Bound::from_owned_ptr(py, ptr);
+        written.ok().map(|()| s.cast_into_unchecked())
     }
 }
 
-/// The limited API has no access to a `str`'s buffer: CPython decodes.
+/// The limited API has no access to a `str`'s buffer: `CPython` decodes.
 #[cfg(feature = "abi3")]
-fn build<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
-    PyString::new(py, text)
+fn build<'py>(py: Python<'py>, bytes: &[u8]) -> Option<Bound<'py, PyString>> {
+    PyString::from_bytes(py, bytes).ok()
+}
+
+/// For benchmarks and tests only: `str_from_utf8(data)`, or `CPython`'s decoder with
+/// `cpython=True`, made `repeat` times (the last one is returned).
+#[pyfunction]
+#[pyo3(name = "_bench_str_from_utf8", signature = (data, cpython = false, repeat = 1))]
+pub fn bench_str_from_utf8<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    cpython: bool,
+    repeat: usize,
+) -> Bound<'py, PyString> {
+    let make = || {
+        if cpython {
+            PyString::from_bytes(py, data)
+                .unwrap_or_else(|_| PyString::new(py, &decode_lossy(data)))
+        } else {
+            str_from_utf8(py, data)
+        }
+    };
+    for _ in 1..repeat {
+        drop(std::hint::black_box(make()));
+    }
+    make()
 }
 
 /// A `str` made on first use and then kept, safe to share between threads.
@@ -92,7 +126,7 @@ impl OnceStr {
     pub fn get_or_make<'py>(
         &self,
         py: Python<'py>,
-        make: impl FnOnce() -> Bound<'py, PyString>,
+        new: impl FnOnce() -> Bound<'py, PyString>,
     ) -> Bound<'py, PyString> {
         let current = self.0.load(Ordering::Acquire);
         if !current.is_null() {
@@ -100,7 +134,7 @@ impl OnceStr {
             // we are attached, and borrowing it makes a new strong reference.
             return unsafe { Bound::from_borrowed_ptr(py, current).cast_into_unchecked() };
         }
-        let made = make();
+        let made = new();
         match self.0.compare_exchange(
             std::ptr::null_mut(),
             made.clone().into_ptr(),
