@@ -151,6 +151,10 @@ def test_threads_reading_one_event_get_one_string() -> None:
     # `data` is made on first access; threads racing for it must all get the same `str`.
     for _ in range(20):
         (event,) = SSEDecoder().feed("data: ∂ata shared by every thread 😀\n\n".encode())
-        results = run_threads(lambda _n: event.data)
+
+        def read(_n: int, event: ServerSentEvent = event) -> str:
+            return event.data
+
+        results = run_threads(read)
         assert results[0] == "∂ata shared by every thread 😀"
         assert all(r is results[0] for r in results)
