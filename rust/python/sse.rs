@@ -382,10 +382,10 @@ enum Input<'a, 'py> {
 struct SseState {
     decoder: sse::SseDecoder,
     strings: Strings,
-    /// The data of this call's events, back to back; kept for its capacity between calls.
-    arena: Vec<u8>,
-    /// This call's events and errors (empty between calls; kept for its capacity).
+    /// The events and errors of a call, then the data of its events not in the chunk, back to
+    /// back: empty between calls, kept for their capacity when that is small (see `KEEP`).
     steps: Vec<Step>,
+    arena: Vec<u8>,
     backlog: Vec<Item<SseError>>,
 }
 
@@ -430,8 +430,8 @@ impl SSEDecoder {
         let SseState {
             decoder,
             strings,
-            arena,
             steps,
+            arena,
             backlog,
         } = state;
         let mut sink = |frame: sse::Frame<'_>| {
@@ -479,9 +479,20 @@ impl SSEDecoder {
                 Step::Error(e) => out.push(Item::Error(e)),
             }
         }
+        // A decoder idling between reads (thousands of open streams) keeps no buffers sized
+        // by a big read; small ones are kept, since small reads would allocate every time.
+        if steps.capacity() > KEEP_STEPS {
+            *steps = Vec::new();
+        }
+        if arena.capacity() > KEEP_ARENA {
+            *arena = Vec::new();
+        }
         out.finish(py, backlog, sse_exception)
     }
 }
+
+const KEEP_STEPS: usize = 8;
+const KEEP_ARENA: usize = 1024;
 
 #[pymethods]
 impl SSEDecoder {
@@ -495,8 +506,8 @@ impl SSEDecoder {
             inner: Mutex::new(SseState {
                 decoder: sse::SseDecoder::new(max_event_bytes),
                 strings: Strings::default(),
-                arena: Vec::new(),
                 steps: Vec::new(),
+                arena: Vec::new(),
                 backlog: Vec::new(),
             }),
         }
