@@ -94,11 +94,16 @@ def evaluate(
     if r4 and r1:
         c4, c1 = _cold(r4), _cold(r1)
         ratio = c4 / c1
+        why = ""
+        if r1["peak_bytes"] <= 0:
+            # Since the events of a whole block refer to the chunk, fed at once there is
+            # nothing to copy; 4 KiB reads still assemble the event in fresh memory.
+            why = "; fed at once the event refers to the input chunk, no copy made"
         v.append(
             Verdict(
                 "2",
                 "16 MiB event in 4 KiB reads ≤ 1.5x the time fed at once",
-                f"{ratio:.2f}x ({c4 * 1e3:.0f} ms vs {c1 * 1e3:.0f} ms, cold runs)",
+                f"{ratio:.2f}x ({c4 * 1e3:.0f} ms vs {c1 * 1e3:.0f} ms, cold runs{why})",
                 "met" if ratio <= 1.5 else "not met",
             )
         )
