@@ -510,19 +510,10 @@ impl SseDecoder {
             let line = &rest[..end];
             if line.is_empty() {
                 let data = data?;
-                if self.last_event_id != self.id_buffer {
-                    self.last_event_id.clone_from(&self.id_buffer);
-                }
                 if let Some(name) = event {
                     self.event_type.set(name);
                 }
-                sink(Ok(EventRef {
-                    event: self.event_type.name(),
-                    data,
-                    id: &self.last_event_id,
-                    retry: self.block_retry,
-                }));
-                self.reset_block();
+                self.dispatch_with(Some(data), sink);
                 self.offset += next as u64;
                 return Some(next);
             }
@@ -547,17 +538,30 @@ impl SseDecoder {
     }
 
     fn dispatch<F: FnMut(Frame<'_>)>(&mut self, sink: &mut F) {
+        self.dispatch_with(None, sink);
+    }
+
+    /// The spec's dispatch at a blank line. The event's data is `whole` when the block was
+    /// read whole from the chunk (see `whole_block`), else the data buffer.
+    fn dispatch_with<F: FnMut(Frame<'_>)>(&mut self, whole: Option<&[u8]>, sink: &mut F) {
         // Step 1: the last event id is committed at every blank line, dispatch or not.
         if self.last_event_id != self.id_buffer {
             self.last_event_id.clone_from(&self.id_buffer);
         }
-        if self.has_data && !self.oversized {
-            if self.data.last() == Some(&b'\n') {
-                self.data.pop();
+        let data = match whole {
+            Some(data) => Some(data),
+            None if self.has_data && !self.oversized => {
+                if self.data.last() == Some(&b'\n') {
+                    self.data.pop();
+                }
+                Some(&self.data[..])
             }
+            None => None,
+        };
+        if let Some(data) = data {
             sink(Ok(EventRef {
                 event: self.event_type.name(),
-                data: &self.data,
+                data,
                 id: &self.last_event_id,
                 retry: self.block_retry,
             }));

@@ -383,7 +383,8 @@ struct SseState {
     decoder: sse::SseDecoder,
     strings: Strings,
     /// The events and errors of a call, then the data of its events not in the chunk, back to
-    /// back: empty between calls, kept for their capacity when that is small (see `KEEP`).
+    /// back: empty between calls, kept for their capacity when that is small (`KEEP_STEPS`,
+    /// `KEEP_ARENA`).
     steps: Vec<Step>,
     arena: Vec<u8>,
     backlog: Vec<Item<SseError>>,
