@@ -135,6 +135,9 @@ pub struct SseDecoder {
     /// The value of an `event`, `id` or `retry` line (data goes straight to `data`).
     value: Vec<u8>,
     data: Vec<u8>,
+    /// Data bytes of this block that the caller holds instead of `data` (see
+    /// [`SseDecoder::hold_data`]): they count toward the limit like the others.
+    held: usize,
     /// Any `data` field seen in this block: the spec's "data buffer is not empty".
     has_data: bool,
     event_type: EventType,
@@ -182,6 +185,7 @@ impl SseDecoder {
             name: Vec::with_capacity(MAX_KNOWN_FIELD_NAME),
             value: Vec::new(),
             data: Vec::new(),
+            held: 0,
             has_data: false,
             event_type: EventType::default(),
             id_buffer: String::new(),
@@ -242,6 +246,34 @@ impl SseDecoder {
             Stage::Body => self.feed_body(chunk, sink),
             Stage::Closed { .. } => {}
         }
+    }
+
+    /// Take a whole chunk as data without copying it, when the decoder is inside a `data:`
+    /// line's value holding at least `min` data bytes and `chunk` holds no line end: then every
+    /// byte of it is data, which `feed` would only append to its buffer. The caller keeps the
+    /// chunk instead and puts it back into the event's data at the returned offset of the
+    /// data buffer, when the next event is dispatched (the one this block makes); an error
+    /// reported in between drops the block, and the chunk with it.
+    ///
+    /// `None` (nothing done: feed the chunk) when any of that does not hold, or when the chunk
+    /// would take the event past the limit (`feed` then reports it where it happens).
+    /// A big event read in small pieces is then found by one scan per piece and copied never.
+    pub fn hold_data(&mut self, chunk: &[u8], min: usize) -> Option<usize> {
+        let size = self.data.len() + self.held;
+        let holds = self.stage == Stage::Body
+            && self.line == LineState::Value(Field::Data)
+            && !self.oversized
+            && !self.pending_cr
+            && !chunk.is_empty()
+            && size >= min
+            && size + chunk.len() <= self.max_event_bytes
+            && find_line_end(chunk).is_none();
+        if !holds {
+            return None;
+        }
+        self.held += chunk.len();
+        self.offset += chunk.len() as u64;
+        Some(self.data.len())
     }
 
     /// End of input. Per the spec an event not closed by a blank line is discarded; whether that
@@ -397,12 +429,12 @@ impl SseDecoder {
             self.line = LineState::Discard;
             return;
         }
-        let buffer = if field == Field::Data {
-            &mut self.data
+        let (buffer, held) = if field == Field::Data {
+            (&mut self.data, self.held)
         } else {
-            &mut self.value
+            (&mut self.value, 0)
         };
-        let room = self.max_event_bytes.saturating_sub(buffer.len());
+        let room = self.max_event_bytes.saturating_sub(buffer.len() + held);
         if bytes.len() > room {
             self.overflow(at + room as u64, sink);
             return;
@@ -421,6 +453,7 @@ impl SseDecoder {
         self.line = LineState::Discard;
         // Release the memory, not just the length: the limit bounds what the decoder holds.
         self.data = Vec::new();
+        self.held = 0;
         self.value = Vec::new();
     }
 
@@ -450,7 +483,7 @@ impl SseDecoder {
                 }
                 // The LF ends up inside the data unless it is the last one, which dispatch
                 // removes: only a full buffer followed by more data breaks the limit.
-                if self.data.len() > self.max_event_bytes {
+                if self.data.len() + self.held > self.max_event_bytes {
                     self.overflow(self.offset, sink);
                 } else {
                     self.data.push(b'\n');
@@ -575,6 +608,7 @@ impl SseDecoder {
             // Do not keep a huge buffer alive after one big event.
             self.data = Vec::new();
         }
+        self.held = 0;
         self.has_data = false;
         self.event_type.reset();
         self.block_retry = None;

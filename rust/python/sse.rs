@@ -8,6 +8,7 @@
 //! inside it; if there is an error, it is raised with those frames in `.events`, and whatever
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
@@ -89,10 +90,7 @@ pub struct ServerSentEvent {
     /// The `retry` value given inside this event's block, if any.
     #[pyo3(get)]
     retry: Option<u64>,
-    /// A `bytes` rather than a Rust allocation: Python's small-object allocator is faster,
-    /// and an event that is its buffer's only one hands it out as `data_bytes` uncopied.
-    buffer: Py<PyBytes>,
-    range: Range<usize>,
+    bytes: DataBytes,
     /// The data as `str`, once asked for.
     text: OnceStr,
 }
@@ -117,8 +115,7 @@ impl ServerSentEvent {
             event: event.unbind(),
             id: id.unwrap_or_else(|| intern!(py, "").clone()).unbind(),
             retry,
-            range: 0..buffer.as_bytes(py).len(),
-            buffer,
+            bytes: DataBytes::Range(buffer.clone_ref(py), 0..buffer.as_bytes(py).len()),
             text: OnceStr::with(data),
         }
     }
@@ -127,7 +124,7 @@ impl ServerSentEvent {
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         self.text
-            .get_or_make(py, || str_from_utf8(py, self.raw_bytes(py)))
+            .get_or_make(py, || str_from_utf8(py, &self.raw_bytes(py)))
     }
 
     /// The data as the bytes received (UTF-8, not validated). Cheaper than `data` when only a
@@ -135,16 +132,18 @@ impl ServerSentEvent {
     /// decode only the varying part, so the whole `str` is never made.
     #[getter]
     fn data_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let buffer = self.buffer.bind(py);
-        if self.range.start == 0 && self.range.end == buffer.as_bytes().len() {
-            return buffer.clone();
+        if let DataBytes::Range(buffer, range) = &self.bytes {
+            if range.start == 0 && range.end == buffer.as_bytes(py).len() {
+                return buffer.bind(py).clone();
+            }
         }
-        PyBytes::new(py, self.raw_bytes(py))
+        PyBytes::new(py, &self.raw_bytes(py))
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text = decode_lossy(self.raw_bytes(py));
+        let raw = self.raw_bytes(py);
+        let text = decode_lossy(&raw);
         parse_json(py, text.as_bytes()).map_err(|e| {
             let msg = format!(
                 "data of event {:?} is not valid JSON: {} at byte {} of the data",
@@ -164,7 +163,7 @@ impl ServerSentEvent {
     fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
         let same = |a: &Py<PyString>, b: &Py<PyString>| PyAnyMethods::eq(a.bind(py).as_any(), b);
         Ok(self.retry == other.retry
-            && decode_lossy(self.raw_bytes(py)) == decode_lossy(other.raw_bytes(py))
+            && decode_lossy(&self.raw_bytes(py)) == decode_lossy(&other.raw_bytes(py))
             && same(&self.event, &other.event)?
             && same(&self.id, &other.id)?)
     }
@@ -194,10 +193,30 @@ impl ServerSentEvent {
 }
 
 impl ServerSentEvent {
-    /// The data as received (see `data_bytes`).
-    pub(crate) fn raw_bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
-        &self.buffer.as_bytes(py)[self.range.clone()]
+    /// The data as received (see `data_bytes`); joined when it came in pieces.
+    pub(crate) fn raw_bytes<'a>(&'a self, py: Python<'a>) -> Cow<'a, [u8]> {
+        match &self.bytes {
+            DataBytes::Range(buffer, range) => Cow::Borrowed(&buffer.as_bytes(py)[range.clone()]),
+            DataBytes::Pieces(pieces) => Cow::Owned(pieces.iter().fold(
+                Vec::with_capacity(pieces.iter().map(|p| p.as_bytes(py).len()).sum()),
+                |mut all, p| {
+                    all.extend_from_slice(p.as_bytes(py));
+                    all
+                },
+            )),
+        }
     }
+}
+
+/// Where an event's data is.
+enum DataBytes {
+    /// A range of a buffer, usually shared with other events: a `bytes` rather than a Rust
+    /// allocation, since Python's small-object allocator is faster, and an event that is its
+    /// buffer's only one hands it out as `data_bytes` uncopied.
+    Range(Py<PyBytes>, Range<usize>),
+    /// A big event read in pieces: the chunks the decoder held rather than copied (see
+    /// `sse::SseDecoder::hold_data`), in order, with the data read between them.
+    Pieces(Box<[Py<PyBytes>]>),
 }
 
 /// From this size on an event's data gets a buffer of its own, copied once from the
@@ -257,8 +276,11 @@ impl Strings {
         e: EventRef<'_>,
         chunk: Option<&Bound<'_, PyBytes>>,
         arena: &mut Vec<u8>,
+        held: &mut Vec<(usize, Py<PyBytes>)>,
     ) -> Step {
         let data = match chunk.and_then(|c| Some((c, within(e.data, c.as_bytes())?))) {
+            // Chunks held while its block was open: this event, the block's, is where they go.
+            _ if !held.is_empty() => Data::Pieces(pieces(py, e.data, held)),
             Some((chunk, range)) => Data::Chunk(chunk.clone().unbind(), range),
             None if e.data.len() >= LARGE_DATA => Data::Own(PyBytes::new(py, e.data).unbind()),
             None => {
@@ -276,6 +298,29 @@ impl Strings {
     }
 }
 
+/// The data of an event of which the decoder let us hold some chunks: the data it read
+/// (`data`) with each chunk put back at its offset there, as a list of `bytes`.
+fn pieces(
+    py: Python<'_>,
+    data: &[u8],
+    held: &mut Vec<(usize, Py<PyBytes>)>,
+) -> Box<[Py<PyBytes>]> {
+    let mut out = Vec::with_capacity(held.len() * 2 + 1);
+    let mut from = 0;
+    for (at, chunk) in held.drain(..) {
+        let at = at.clamp(from, data.len());
+        if at > from {
+            out.push(PyBytes::new(py, &data[from..at]).unbind());
+        }
+        out.push(chunk);
+        from = at;
+    }
+    if from < data.len() {
+        out.push(PyBytes::new(py, &data[from..]).unbind());
+    }
+    out.into_boxed_slice()
+}
+
 /// Where `part` lies in `whole`, when it is a (non-empty) slice of it.
 fn within(part: &[u8], whole: &[u8]) -> Option<Range<usize>> {
     let start = part.as_ptr().addr().checked_sub(whole.as_ptr().addr())?;
@@ -288,6 +333,7 @@ enum Data {
     Chunk(Py<PyBytes>, Range<usize>),
     Arena(Range<usize>),
     Own(Py<PyBytes>),
+    Pieces(Box<[Py<PyBytes>]>),
 }
 
 /// What the decoder produced, before the Python objects are made.
@@ -387,6 +433,9 @@ struct SseState {
     /// `KEEP_ARENA`).
     steps: Vec<Step>,
     arena: Vec<u8>,
+    /// The chunks of the open block held rather than copied, each with its offset in the
+    /// decoder's data buffer (see `sse::SseDecoder::hold_data`).
+    held: Vec<(usize, Py<PyBytes>)>,
     backlog: Vec<Item<SseError>>,
 }
 
@@ -433,17 +482,32 @@ impl SSEDecoder {
             strings,
             steps,
             arena,
+            held,
             backlog,
         } = state;
+        // A big event read in pieces: a piece that is all data is kept, not copied.
+        let kept = owner.is_some_and(|owner| {
+            decoder
+                .hold_data(chunk, LARGE_DATA)
+                .map(|at| held.push((at, owner.clone().unbind())))
+                .is_some()
+        });
         let mut sink = |frame: sse::Frame<'_>| {
             steps.push(match frame {
-                Ok(e) => strings.step(py, e, owner, arena),
-                Err(e) => Step::Error(e),
+                Ok(e) => strings.step(py, e, owner, arena, held),
+                Err(e) => {
+                    held.clear(); // the error drops the open block
+                    Step::Error(e)
+                }
             });
         };
         match input {
             Input::End => decoder.close(&mut sink),
+            _ if kept => {}
             _ => decoder.feed(chunk, &mut sink),
+        }
+        if matches!(input, Input::End) {
+            held.clear(); // an unterminated block is dropped
         }
         if steps.is_empty() && backlog.is_empty() {
             return Ok(PyList::empty(py)); // most small reads end no event
@@ -459,20 +523,20 @@ impl SSEDecoder {
                     retry,
                     data,
                 } => {
-                    let (buffer, range) = match data {
-                        Data::Arena(range) => (shared.clone().unbind(), range),
-                        Data::Chunk(chunk, range) => (chunk, range),
+                    let bytes = match data {
+                        Data::Arena(range) => DataBytes::Range(shared.clone().unbind(), range),
+                        Data::Chunk(chunk, range) => DataBytes::Range(chunk, range),
                         Data::Own(own) => {
                             let range = 0..own.as_bytes(py).len();
-                            (own, range)
+                            DataBytes::Range(own, range)
                         }
+                        Data::Pieces(pieces) => DataBytes::Pieces(pieces),
                     };
                     let event = ServerSentEvent {
                         event,
                         id,
                         retry,
-                        buffer,
-                        range,
+                        bytes,
                         text: OnceStr::empty(),
                     };
                     out.push_frame(Bound::new(py, event).map(|e| e.into_any().unbind()));
@@ -509,6 +573,7 @@ impl SSEDecoder {
                 strings: Strings::default(),
                 steps: Vec::new(),
                 arena: Vec::new(),
+                held: Vec::new(),
                 backlog: Vec::new(),
             }),
         }

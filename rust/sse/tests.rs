@@ -696,3 +696,113 @@ fn whole_block_over_the_limit_is_reported_like_any_other() {
         assert_eq!(errors.len(), 1, "{input:?}");
     }
 }
+
+// ---- chunks held by the caller (`hold_data`) ----
+
+/// `decode_chunks`, but every chunk the decoder lets the caller hold is held, and put back
+/// into its event's data at the offset given, as the Python binding does.
+fn decode_chunks_holding(chunks: &[&[u8]], max_event_bytes: usize, min: usize) -> (Decoded, usize) {
+    let mut dec = SseDecoder::new(max_event_bytes);
+    let mut frames = Vec::new();
+    let mut held: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut times_held = 0;
+    let mut sink = |held: &mut Vec<(usize, Vec<u8>)>, f: Frame<'_>| {
+        frames.push(f.map(|e| {
+            let mut data = Vec::new();
+            let mut from = 0;
+            for (at, bytes) in held.drain(..) {
+                data.extend_from_slice(&e.data[from..at]);
+                data.extend_from_slice(&bytes);
+                from = at;
+            }
+            data.extend_from_slice(&e.data[from..]);
+            Event::from(EventRef { data: &data, ..e })
+        }));
+        held.clear(); // an error drops the block, and what was held of it
+    };
+    for chunk in chunks {
+        if let Some(at) = dec.hold_data(chunk, min) {
+            held.push((at, chunk.to_vec()));
+            times_held += 1;
+        } else {
+            dec.feed(chunk, &mut |f| sink(&mut held, f));
+        }
+    }
+    dec.close(&mut |f| sink(&mut held, f));
+    let decoded = Decoded {
+        frames,
+        dropped_partial: dec.dropped_partial(),
+        last_event_id: dec.last_event_id().to_owned(),
+        retry: dec.retry(),
+    };
+    (decoded, times_held)
+}
+
+#[test]
+fn held_chunks_go_back_where_they_were() {
+    let input = b"event: big\ndata: abcdefgh\ndata: ijkl\n\ndata: x\n\n";
+    let parts: Vec<&[u8]> = input.chunks(2).collect();
+    let (held, times) = decode_chunks_holding(&parts, DEFAULT_MAX_EVENT_BYTES, 1);
+    assert!(times >= 3, "only {times} chunks held");
+    assert_eq!(held, decode_chunks([&input[..]], DEFAULT_MAX_EVENT_BYTES));
+    assert_eq!(
+        events_of(&held),
+        vec![ev("big", "abcdefgh\nijkl", ""), msg("x")]
+    );
+}
+
+#[test]
+fn nothing_is_held_outside_a_data_value_or_below_the_minimum() {
+    let mut dec = SseDecoder::default();
+    let mut sink = |_: Frame<'_>| {};
+    assert_eq!(dec.hold_data(b"data", 0), None); // the BOM stage
+    dec.feed(b"event: ", &mut sink);
+    assert_eq!(dec.hold_data(b"abc", 0), None); // not data
+    dec.feed(b"x\ndata:", &mut sink);
+    assert_eq!(dec.hold_data(b"abc", 0), None); // the leading space is still to be removed
+    dec.feed(b" ab", &mut sink);
+    assert_eq!(dec.hold_data(b"cd", 3), None); // only 2 data bytes so far
+    assert_eq!(dec.hold_data(b"c\nd", 0), None); // a line end
+    assert_eq!(dec.hold_data(b"c\rd", 0), None);
+    assert_eq!(dec.hold_data(b"", 0), None);
+    assert_eq!(dec.hold_data(b"cd", 2), Some(2));
+    assert_eq!(dec.position(), 19);
+    dec.feed(b"ef\r", &mut sink);
+    assert_eq!(dec.hold_data(b"gh", 0), None); // a CR waiting for its LF
+}
+
+#[test]
+fn a_held_chunk_counts_toward_the_limit() {
+    let input = b"data: 0123456789\n\ndata: ok\n\n";
+    for limit in [4, 9, 10, 11] {
+        let parts: Vec<&[u8]> = input.chunks(3).collect();
+        let (held, _) = decode_chunks_holding(&parts, limit, 0);
+        assert_eq!(held, decode_chunks([&input[..]], limit), "limit {limit}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn holding_chunks_decodes_like_the_whole(
+        input in sse_stream(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..24),
+        limit in prop_oneof![Just(DEFAULT_MAX_EVENT_BYTES), 0usize..24],
+        min in 0usize..6,
+    ) {
+        let whole = decode_chunks([&input[..]], limit);
+        let (held, _) = decode_chunks_holding(&cut(&input, &cuts), limit, min);
+        prop_assert_eq!(held, whole);
+    }
+
+    #[test]
+    fn holding_arbitrary_bytes_decodes_like_the_whole(
+        input in proptest::collection::vec(any::<u8>(), 0..512),
+        cuts in proptest::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let whole = decode_chunks([&input[..]], 64);
+        let (held, _) = decode_chunks_holding(&cut(&input, &cuts), 64, 0);
+        prop_assert_eq!(held, whole);
+    }
+}
