@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from report import MiB, Tables, fmt_ratio
@@ -54,6 +54,11 @@ def _cold(r: dict[str, Any]) -> float:
     return float(r.get("cold_seconds", r["seconds"]))
 
 
+def _median(r: dict[str, Any]) -> float:
+    """The median run's time (older results only have the best run)."""
+    return float(r.get("median_seconds", r["seconds"]))
+
+
 def _callgrind_linear(callgrind: list[dict[str, Any]]) -> Verdict | None:
     """The accumulator's instructions per fragment at 10 KB and 100 KB: a noise-free check."""
     rows = {
@@ -79,31 +84,33 @@ def evaluate(
 ) -> list[Verdict]:
     v: list[Verdict] = []
     for reads, need in (("16KiB", 5.0), ("1-64B", 4.0)):
-        v.append(
-            _at_least(
-                "2",
-                f"framer ≥ {need:g}x the minimal framer at {reads} reads",
-                [
-                    (p, _ratio(tables, f"framing | {p} stream | {reads} reads", "minimal"))
-                    for p in ("openai", "anthropic")
-                ],
-                need,
-            )
+        groups = {p: f"framing | {p} stream | {reads} reads" for p in ("openai", "anthropic")}
+        verdict = _at_least(
+            "2",
+            f"framer ≥ {need:g}x the minimal framer at {reads} reads",
+            [(p, _ratio(tables, g, "minimal")) for p, g in groups.items()],
+            need,
         )
+        # Judged against the faster of the two hand-written framers; the plain one is shown.
+        plain = [(p, _ratio(tables, g, "minimal, plain")) for p, g in groups.items()]
+        if any(r is not None for _p, r in plain):
+            shown = ", ".join(f"{fmt_ratio(r)} ({p})" for p, r in plain if r is not None)
+            verdict = replace(verdict, measured=f"{verdict.measured}; vs the plain one: {shown}")
+        v.append(verdict)
     r4, r1 = _big(tables, "4 KiB reads", 16 * MiB), _big(tables, "fed at once", 16 * MiB)
     if r4 and r1:
+        # Neither read pattern copies the event (fed at once it refers to the input, read in
+        # pieces it keeps them), so the first run no longer pays for fresh pages, and one
+        # ~1 ms sample is mostly noise: the verdict takes the median run, the cold one is shown.
+        m4, m1 = _median(r4), _median(r1)
         c4, c1 = _cold(r4), _cold(r1)
-        ratio = c4 / c1
-        why = ""
-        if r1["peak_bytes"] <= 0:
-            # Since the events of a whole block refer to the chunk, fed at once there is
-            # nothing to copy; 4 KiB reads still assemble the event in fresh memory.
-            why = "; fed at once the event refers to the input chunk, no copy made"
+        ratio = m4 / m1
         v.append(
             Verdict(
                 "2",
                 "16 MiB event in 4 KiB reads ≤ 1.5x the time fed at once",
-                f"{ratio:.2f}x ({c4 * 1e3:.0f} ms vs {c1 * 1e3:.0f} ms, cold runs{why})",
+                f"{ratio:.2f}x ({m4 * 1e3:.1f} ms vs {m1 * 1e3:.1f} ms, median runs; "
+                f"first runs {c4 * 1e3:.1f} ms vs {c1 * 1e3:.1f} ms, {c4 / c1:.2f}x)",
                 "met" if ratio <= 1.5 else "not met",
             )
         )

@@ -5,7 +5,8 @@ one run's heap cannot flatter or spoil the next, and a quadratic peer can be sto
     python benches/memory.py big IMPL SIZE MODE      # one event of SIZE bytes; MODE reads4k|once
     python benches/memory.py stream IMPL TOTAL        # a TOTAL-byte stream in 16 KiB reads
 
-Prints one JSON object: seconds (best of the runs made), peak_bytes (resident-set growth
+Prints one JSON object: seconds (best of the runs made; also their median and the first,
+cold, run), peak_bytes (resident-set growth
 during the first run, the result included), retained_bytes (what the returned result itself
 holds), events.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -130,12 +132,13 @@ def big(impl: str, size: int, mode: str) -> dict[str, Any]:
     retained = _retained(events)
     del events
     times = [first]
-    while sum(times) < 1.0 and len(times) < 5:
+    while sum(times) < 1.0 and len(times) < 9:
         start = time.perf_counter()
         once()
         times.append(time.perf_counter() - start)
     return {
         "seconds": min(times),
+        "median_seconds": statistics.median(times),
         "cold_seconds": first,
         "runs": len(times),
         "peak_bytes": peak,

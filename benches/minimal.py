@@ -53,6 +53,35 @@ class MinimalSSE:
         return out
 
 
+class PlainSSE:
+    """The issue's words taken literally: ``split(b"\\n\\n")`` of the remainder plus the new
+    read, each block decoded and its lines split at the first colon. No shortcuts: it stands
+    beside ``MinimalSSE`` in the framing tables to show how much the shortcuts buy (the issue
+    measured its minimal framer at about 1.2x httpx-sse at 16 KiB reads, 2x at 1-64 B)."""
+
+    __slots__ = ("_rest",)
+
+    def __init__(self) -> None:
+        self._rest = b""
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
+        *blocks, self._rest = (self._rest + chunk).split(b"\n\n")
+        out: list[tuple[str, str]] = []
+        for block in blocks:
+            event, data = "message", []
+            for line in block.decode("utf-8", "replace").split("\n"):
+                field, _, value = line.partition(":")
+                if value[:1] == " ":
+                    value = value[1:]
+                if field == "data":
+                    data.append(value)
+                elif field == "event":
+                    event = value
+            if data:
+                out.append((event, "\n".join(data)))
+        return out
+
+
 def frames(chunks: Iterable[bytes]) -> list[tuple[str, str]]:
     """Framing only: every (event, data) of the stream."""
     dec = MinimalSSE()

@@ -141,6 +141,16 @@ def minimal_frames(chunks: list[bytes]) -> tuple[int, int]:
     return n, chars
 
 
+def plain_frames(chunks: list[bytes]) -> tuple[int, int]:
+    dec = minimal.PlainSSE()
+    n = chars = 0
+    for chunk in chunks:
+        for _event, data in dec.feed(chunk):
+            n += 1
+            chars += len(data)
+    return n, chars
+
+
 def _httpx_sse_iter(chunks: Iterable[bytes]) -> Iterator[Any]:
     """What ``httpx_sse.EventSource.iter_sse`` does over ``response.iter_text()``."""
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
@@ -185,6 +195,7 @@ def framers() -> list[Impl]:
     return [
         Impl("streamfold", sf_frames, sf_missing("SSEDecoder")),
         Impl("minimal", minimal_frames),
+        Impl("minimal, plain", plain_frames),
         Impl("httpx-sse", httpx_sse_frames, _module("httpx_sse")),
         Impl("openai-sdk", openai_frames, _module("openai")),
         Impl("anthropic-sdk", anthropic_frames, _module("anthropic")),

@@ -361,10 +361,11 @@ def _section_big(tables: Tables) -> str:
         "### One big event",
         "",
         "One SSE event of 1-64 MiB (a JSON document: base64-like text with one emoji, so a "
-        "`str` of it takes 4 bytes per character), read in 4 KiB chunks and fed at once. Each "
-        "cell is a fresh process: time is the best of up to 5 runs, and in brackets the first "
+        "`str` of it takes 4 bytes per character), read in 4 KiB chunks (cut before the run, "
+        "as the input fed at once is made before it) and fed at once. Each "
+        "cell is a fresh process: time is the best of up to 9 runs, and in brackets the first "
         "run's (cold: every page of memory new to the process, as for a one-off big event; "
-        "the verdicts and plots use it); peak is the growth of the "
+        "the plots use it, the verdict the median run); peak is the growth of the "
         "resident set (VmHWM reset before the run) with the returned event held; in brackets "
         "the peak beyond the returned event's own data, in multiples of the event size "
         "(streamfold keeps the UTF-8 bytes; a Python `str` of this text takes 4 bytes per "
@@ -845,7 +846,10 @@ def render(
         "- `minimal` is the hand-written pure-Python pipeline of `benches/minimal.py`: "
         '`split(b"\\n\\n")` with a remainder buffer and `bytes.decode`, handling only what '
         "these streams use (LF line ends, `event:` and `data:`), plus `orjson.loads` and a "
-        "dictionary fold: the best a careful Python programmer does without a library.",
+        "dictionary fold: the best a careful Python programmer does without a library. It "
+        "decodes each read once and has a shortcut for one-line blocks; `minimal, plain` (in "
+        "the framing tables only) is the same framer without them, each block decoded and "
+        "split into lines. The goals are judged against the faster `minimal`.",
         "- Peers are used as their users use them: httpx-sse's line and event decoders over an "
         "incremental UTF-8 decoder (what `EventSource.iter_sse` does); the OpenAI and Anthropic "
         "SDKs' `SSEDecoder.iter_bytes`; sseclient-py's `SSEClient(chunks).events()`; the OpenAI "

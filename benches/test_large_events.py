@@ -14,7 +14,9 @@ from subproc import run_child
 MiB = 1024 * 1024
 SIZES = (1 * MiB, 4 * MiB) if QUICK else (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB)
 TIMEOUT = 10.0 if QUICK else 30.0
-IMPLS = framers()
+# The plain framer re-splits its whole remainder on every read: quadratic on one big event,
+# as the peers are; those already show that.
+IMPLS = [i for i in framers() if i.name != "minimal, plain"]
 MODES = ("reads4k", "once")
 _timed_out: dict[tuple[str, str], int] = {}
 _seconds: dict[tuple[str, str], list[float]] = {}

@@ -57,7 +57,8 @@ def big_stream(draw: st.DrawFn) -> bytes:
 
 
 def cut(stream: bytes, sizes: list[int]) -> list[bytes]:
-    chunks, at = [], 0
+    chunks: list[bytes] = []
+    at = 0
     for size in itertools.cycle(sizes):
         if at >= len(stream):
             return chunks
@@ -170,3 +171,15 @@ def test_over_the_limit_while_holding_is_reported_where_it_happens() -> None:
         after.append(got)
     assert positions == [13 + 6 + limit] * 3
     assert after == [["first", "after"]] * 3
+
+
+def test_small_reads_of_a_big_event_are_copied_not_kept() -> None:
+    # Keeping a few-byte read would cost more than its bytes (a `bytes` header each).
+    chunk = b"y" * 100
+    before = sys.getrefcount(chunk)
+    dec = SSEDecoder()
+    dec.feed(b"data: " + b"x" * HELD_FROM)
+    dec.feed(chunk)
+    assert sys.getrefcount(chunk) == before
+    (event,) = dec.feed(b"\n\n")
+    assert event.data_bytes == b"x" * HELD_FROM + chunk

@@ -223,6 +223,10 @@ enum DataBytes {
 /// decoder: going through the shared one would hold a third copy of a big event at the peak.
 const LARGE_DATA: usize = 64 * 1024;
 
+/// The smallest chunk an event keeps rather than copies: each kept one costs a `bytes` header
+/// and a pointer (about 60 bytes), which a tiny read would multiply.
+const HOLD_MIN_CHUNK: usize = 1024;
+
 /// How many distinct event types a decoder keeps as ready-made strings.
 const TYPE_CACHE: usize = 16;
 
@@ -300,11 +304,7 @@ impl Strings {
 
 /// The data of an event of which the decoder let us hold some chunks: the data it read
 /// (`data`) with each chunk put back at its offset there, as a list of `bytes`.
-fn pieces(
-    py: Python<'_>,
-    data: &[u8],
-    held: &mut Vec<(usize, Py<PyBytes>)>,
-) -> Box<[Py<PyBytes>]> {
+fn pieces(py: Python<'_>, data: &[u8], held: &mut Vec<(usize, Py<PyBytes>)>) -> Box<[Py<PyBytes>]> {
     let mut out = Vec::with_capacity(held.len() * 2 + 1);
     let mut from = 0;
     for (at, chunk) in held.drain(..) {
@@ -487,10 +487,11 @@ impl SSEDecoder {
         } = state;
         // A big event read in pieces: a piece that is all data is kept, not copied.
         let kept = owner.is_some_and(|owner| {
-            decoder
-                .hold_data(chunk, LARGE_DATA)
-                .map(|at| held.push((at, owner.clone().unbind())))
-                .is_some()
+            chunk.len() >= HOLD_MIN_CHUNK
+                && decoder
+                    .hold_data(chunk, LARGE_DATA)
+                    .map(|at| held.push((at, owner.clone().unbind())))
+                    .is_some()
         });
         let mut sink = |frame: sse::Frame<'_>| {
             steps.push(match frame {
