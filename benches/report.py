@@ -349,7 +349,8 @@ def _section_big(tables: Tables) -> str:
             )
         if "timeout" in r:
             return f"> {r['timeout']:.0f} s (stopped)"
-        beyond = (r["peak_bytes"] - r["retained_bytes"]) / r["size"]
+        # Below zero when the event's bytes were not made in the run: they are the input's.
+        beyond = max(0.0, (r["peak_bytes"] - r["retained_bytes"]) / r["size"])
         cold = r.get("cold_seconds", r["seconds"])
         return (
             f"{fmt_time(r['seconds'])} (cold {fmt_time(cold)}), peak "
@@ -369,7 +370,8 @@ def _section_big(tables: Tables) -> str:
         "resident set (VmHWM reset before the run) with the returned event held; in brackets "
         "the peak beyond the returned event's own data, in multiples of the event size "
         "(streamfold keeps the UTF-8 bytes; a Python `str` of this text takes 4 bytes per "
-        "character). A decoder whose run passed the time limit is not tried on larger events.",
+        "character; streamfold's event is made of the input's own bytes, which exist before "
+        "the run, so its peak is only the list of them). A decoder whose run passed the time limit is not tried on larger events.",
         "",
         _repro("big-event"),
         "",

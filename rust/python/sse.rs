@@ -75,7 +75,8 @@ fn closed(what: &str) -> PyErr {
 /// are only ever parsed as JSON, which `json()` does straight from those bytes. The bytes are
 /// a range of a buffer shared with other events: the `bytes` chunk that was fed, or one made
 /// per `feed` call (see `SSEDecoder::run`); an event of `LARGE_DATA` bytes or more that is not
-/// in the chunk has a buffer of its own. Keeping an event keeps its buffer alive.
+/// in the chunk has a buffer of its own, or is the list of chunks it was read in (see
+/// `sse::SseDecoder::hold_data`). Keeping an event keeps its buffers alive.
 ///
 /// A free list: a framing loop makes and drops these by the thousand, and taking one back
 /// from the list skips the allocator and the zeroing of a fresh object.
