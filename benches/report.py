@@ -371,7 +371,8 @@ def _section_big(tables: Tables) -> str:
         "the peak beyond the returned event's own data, in multiples of the event size "
         "(streamfold keeps the UTF-8 bytes; a Python `str` of this text takes 4 bytes per "
         "character; streamfold's event is made of the input's own bytes, which exist before "
-        "the run, so its peak is only the list of them). A decoder whose run passed the time limit is not tried on larger events.",
+        "the run, so its peak is only the list of them). A decoder whose run passed the time "
+        "limit is not tried on larger events.",
         "",
         _repro("big-event"),
         "",
