@@ -131,24 +131,23 @@ def sf_frames(chunks: list[bytes]) -> tuple[int, int]:
     return n, chars
 
 
-def minimal_frames(chunks: list[bytes]) -> tuple[int, int]:
-    dec = minimal.MinimalSSE()
+def _hand_frames(
+    dec: minimal.MinimalSSE | minimal.PlainSSE, chunks: list[bytes]
+) -> tuple[int, int]:
     n = chars = 0
     for chunk in chunks:
         for _event, data in dec.feed(chunk):
             n += 1
             chars += len(data)
     return n, chars
+
+
+def minimal_frames(chunks: list[bytes]) -> tuple[int, int]:
+    return _hand_frames(minimal.MinimalSSE(), chunks)
 
 
 def plain_frames(chunks: list[bytes]) -> tuple[int, int]:
-    dec = minimal.PlainSSE()
-    n = chars = 0
-    for chunk in chunks:
-        for _event, data in dec.feed(chunk):
-            n += 1
-            chars += len(data)
-    return n, chars
+    return _hand_frames(minimal.PlainSSE(), chunks)
 
 
 def _httpx_sse_iter(chunks: Iterable[bytes]) -> Iterator[Any]:
