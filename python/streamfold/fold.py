@@ -51,7 +51,9 @@ def fold(
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
             feed = pipeline.feed
             for chunk in byte_iter:
-                run(feed(chunk))
+                events = feed(chunk)
+                if events:  # with the direct text sink, most reads fold to none
+                    run(events)
                 if pipeline.pending is not None:
                     pipeline.raise_pending()
             run(pipeline.close())
@@ -78,7 +80,9 @@ async def afold(
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
             feed = pipeline.feed
             async for chunk in byte_iter:
-                run(feed(chunk))
+                events = feed(chunk)
+                if events:  # with the direct text sink, most reads fold to none
+                    run(events)
                 if pipeline.pending is not None:
                     pipeline.raise_pending()
             run(pipeline.close())

@@ -106,7 +106,8 @@ class Pipeline:
                 exc.provider = exc.provider or self.provider.name
                 self.pending = exc
             return out
-        self._run(frames, out)
+        if frames:  # most small reads end no frame
+            self._run(frames, out)
         return out
 
     def close(self, *, finish: bool = True) -> list[Event]:

@@ -15,7 +15,7 @@ use super::sse::ServerSentEvent;
 /// `TemplateCut(prefix, rest).read(frame)`: the body between `prefix` and `rest` of the frame's
 /// data as a `str`, when the data is exactly `prefix` + body + `rest` and the body is a plain
 /// JSON string body (not empty, valid UTF-8, no quote, no backslash, every character printable
-/// by `str.isprintable`); else `None`.
+/// by `str.isprintable`) or one with escapes that `decode_body` decodes; else `None`.
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct TemplateCut {
     prefix: Py<PyBytes>,
@@ -54,7 +54,8 @@ impl TemplateCut {
         let mut ascii = true;
         for &b in body {
             match b {
-                b'"' | b'\\' | 0..=0x1f | 0x7f => return Ok(None),
+                b'"' | b'\\' => return Ok(escaped_body(py, body)),
+                0..=0x1f | 0x7f => return Ok(None),
                 0x80.. => ascii = false,
                 _ => {}
             }
@@ -69,5 +70,23 @@ impl TemplateCut {
             return Ok(None);
         }
         Ok(Some(text))
+    }
+}
+
+/// A body with a quote or a backslash: its text as `decode_body` gives it (`json.loads` of the
+/// quoted body), or `None` where that leaves the payload to the parser (a `\\u` escape, whose
+/// lone surrogates it does not try to copy; an invalid body). Tool-call arguments, JSON inside
+/// JSON, are mostly such bodies. A body that is not valid UTF-8 is left to the parser too.
+fn escaped_body<'py>(py: Python<'py>, body: &[u8]) -> Option<Bound<'py, PyString>> {
+    if memchr::memmem::find(body, b"\\u").is_some() || std::str::from_utf8(body).is_err() {
+        return None;
+    }
+    let mut quoted = Vec::with_capacity(body.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(body);
+    quoted.push(b'"');
+    match jiter::JsonValue::parse(&quoted, false) {
+        Ok(jiter::JsonValue::Str(text)) if !text.is_empty() => Some(PyString::new(py, &text)),
+        _ => None,
     }
 }

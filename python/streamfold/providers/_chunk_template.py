@@ -126,19 +126,26 @@ class ChunkTemplate:
     ) -> ChunkTemplate | None:
         """The template of ``data``, parsed into ``chunk``, whose varying value is the string
         ``text`` under ``key``; ``expected(probe)`` is ``chunk`` with that value replaced."""
-        if '"' in text or "\\" in text or not text.isprintable():
-            return None
+        # The text as JSON writes it: tool-call arguments (JSON inside JSON) nearly always
+        # hold quotes, so a template learned only from plain text would rarely serve them.
+        # A body ``read`` could not decode back (``\\u`` escapes, text it would not accept
+        # unescaped) is not learned from; the probe below proves the cut in any case.
+        body = text if text.isprintable() and '"' not in text and "\\" not in text else None
+        if body is None:
+            body = json.dumps(text, ensure_ascii=False)[1:-1]
+            if decode_body(body) != text:
+                return None
         try:
             data.encode()
         except UnicodeEncodeError:  # a lone surrogate: ``read`` could never match the bytes
             return None
         for separator in (":", ": "):
-            marker = f'"{key}"{separator}"{text}"'
+            marker = f'"{key}"{separator}"{body}"'
             at = data.find(marker)
             if at < 0 or data.find(marker, at + 1) >= 0:
                 continue
-            start = at + len(marker) - len(text) - 1
-            prefix, rest = data[:start], data[start + len(text) :]
+            start = at + len(marker) - len(body) - 1
+            prefix, rest = data[:start], data[start + len(body) :]
             want = expected("probe")
             if not _parses_to(prefix + "probe" + rest, want):
                 return None
