@@ -466,6 +466,26 @@ def test_a_str_chunk_is_refused_with_a_clear_type_error() -> None:
     assert datas(dec.feed(b"data: ok\n\n")) == ["ok"], "a refused chunk leaves no trace"
 
 
+def test_feed_takes_its_chunk_by_position_or_by_name_and_nothing_else() -> None:
+    # ``feed`` is called through CPython's calling convention directly (rust/python/fastcall.rs).
+    dec = SSEDecoder()
+    assert datas(dec.feed(b"data: a\n\n")) == ["a"]
+    assert datas(dec.feed(chunk=b"data: b\n\n")) == ["b"]
+    assert list(inspect.signature(SSEDecoder.feed).parameters) == ["self", "chunk"]
+    one = "exactly one argument, chunk"
+    with pytest.raises(TypeError, match=one):
+        dec.feed()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=one):
+        dec.feed(b"x", b"y")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=one):
+        dec.feed(data=b"x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=one):
+        dec.feed(b"x", chunk=b"y")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        SSEDecoder.feed(object(), b"x")  # type: ignore[arg-type]
+    assert datas(dec.feed(b"data: c\n\n")) == ["c"], "a refused call leaves no trace"
+
+
 def test_server_sent_event_has_httpx_sse_attributes() -> None:
     (event,) = decode(b'event: delta\nid: 3\nretry: 10\ndata: {"a": [1, 2.5, null]}\n\n')
     assert event.event == "delta"

@@ -2,6 +2,7 @@
 //! mutex, so sharing one between threads serialises instead of racing, free-threaded or not.
 
 mod errors;
+mod fastcall;
 mod json;
 mod slots;
 mod sse;
@@ -24,6 +25,7 @@ mod _core {
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
         use pyo3::types::PyModuleMethods;
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        super::fastcall::install(m.py())
     }
 }

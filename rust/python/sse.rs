@@ -121,13 +121,6 @@ impl ServerSentEvent {
         }
     }
 
-    /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
-    #[getter]
-    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        self.text
-            .get_or_make(py, || str_from_utf8(py, &self.raw_bytes(py)))
-    }
-
     /// The data as the bytes received (UTF-8, not validated). Cheaper than `data` when only a
     /// part of the payload is wanted: the providers' chunk templates compare these bytes and
     /// decode only the varying part, so the whole `str` is never made.
@@ -194,6 +187,13 @@ impl ServerSentEvent {
 }
 
 impl ServerSentEvent {
+    /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
+    /// Python reads it through `fastcall`'s getter.
+    pub(crate) fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        self.text
+            .get_or_make(py, || str_from_utf8(py, &self.raw_bytes(py)))
+    }
+
     /// The data as received (see `data_bytes`); joined when it came in pieces.
     pub(crate) fn raw_bytes<'a>(&'a self, py: Python<'a>) -> Cow<'a, [u8]> {
         match &self.bytes {
@@ -457,6 +457,19 @@ pub struct SSEDecoder {
 }
 
 impl SSEDecoder {
+    /// Decode one chunk of bytes; returns the events it completed. Python calls it through
+    /// `fastcall`'s method.
+    pub(crate) fn feed<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if let Ok(bytes) = chunk.cast::<PyBytes>() {
+            return self.run(py, Input::Bytes(bytes));
+        }
+        with_chunk_bytes(chunk, |bytes| self.run(py, Input::Copy(bytes)))?
+    }
+
     fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, SseState>> {
         self.inner
             .lock_py_attached(py)
@@ -579,18 +592,6 @@ impl SSEDecoder {
                 backlog: Vec::new(),
             }),
         }
-    }
-
-    /// Decode one chunk of bytes; returns the events it completed.
-    fn feed<'py>(
-        &self,
-        py: Python<'py>,
-        chunk: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        if let Ok(bytes) = chunk.cast::<PyBytes>() {
-            return self.run(py, Input::Bytes(bytes));
-        }
-        with_chunk_bytes(chunk, |bytes| self.run(py, Input::Copy(bytes)))?
     }
 
     /// End of input. An event not closed by a blank line is discarded (see `dropped_partial`).
