@@ -53,7 +53,6 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
-    BlockDelta,
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -420,7 +419,7 @@ class Anthropic(Provider):
         out.append(BlockStart(index=index, kind=kind, raw=frame))
         initial = block.get("text") if kind == "text" else block.get("thinking")
         if initial:
-            out.append(BlockDelta(index=index, kind=kind, text=initial, raw=frame))
+            out.append(text_delta(index, kind, initial, 0, frame))
         signature = block.get("signature")
         if signature:
             out.append(SignatureDelta(index=index, signature=signature, raw=frame))
@@ -454,7 +453,7 @@ class Anthropic(Provider):
                     raw=frame,
                 )
             if text:  # the first input_json_delta is often ""
-                out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
+                out.append(text_delta(index, kind, text, 0, frame))
         elif delta_type == "signature_delta":
             out.append(SignatureDelta(index=index, signature=delta["signature"], raw=frame))
         elif delta_type == "citations_delta":

@@ -45,7 +45,6 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
-    BlockDelta,
     BlockEnd,
     BlockStart,
     Event,
@@ -60,6 +59,7 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, FinishReason, ToolResult, Usage
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "Clouisle"]
@@ -255,7 +255,7 @@ class Clouisle(Provider):
         text = self._text_of(p)
         if text.__class__ is not str:
             raise self.protocol_error("reasoning text is not a string", event="reasoning_delta")
-        out.append(BlockDelta(index=index, kind="reasoning", text=text, raw=frame))
+        out.append(text_delta(index, "reasoning", text, 0, frame))
 
     def _reasoning_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         index = self._reasoning
@@ -276,7 +276,7 @@ class Clouisle(Provider):
             index = self._text = self._next_block
             self._next_block = index + 1
             out.append(BlockStart(index=index, kind="text", raw=frame))
-        out.append(BlockDelta(index=index, kind="text", text=text, raw=frame))
+        out.append(text_delta(index, "text", text, 0, frame))
 
     def _tool_call(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._start(p, frame, out)
@@ -286,7 +286,7 @@ class Clouisle(Provider):
         arguments = _first(p, "arguments", "args", "input")
         if isinstance(arguments, str):
             index = self._open("tool_call", frame, out, id=call_id, name=name)
-            out.append(BlockDelta(index=index, kind="tool_call", text=arguments, raw=frame))
+            out.append(text_delta(index, "tool_call", arguments, 0, frame))
         else:
             index = self._open(
                 "tool_call",

@@ -44,7 +44,6 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
-    BlockDelta,
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -57,6 +56,7 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason
+from ._fast import text_delta
 from .base import Framing, Provider
 from .cohere_v2 import usage_from_tokens
 
@@ -165,7 +165,7 @@ class CohereV1(Provider):
 
     def _whole_block(self, kind: BlockKind, text: str, frame: Any, out: list[Event]) -> int:
         index = self._open_block(kind, frame, out)
-        out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
+        out.append(text_delta(index, kind, text, 0, frame))
         self._close(index, frame, out)
         return index
 
@@ -209,7 +209,7 @@ class CohereV1(Provider):
             self._close_plan(p, out)
             index = self._text = self._open_block("text", p, out)
         self._text_parts.append(text)
-        out.append(BlockDelta(index=index, kind="text", text=text, raw=p))
+        out.append(text_delta(index, "text", text, 0, p))
 
     def _citation_generation(self, p: dict[str, Any], out: list[Event]) -> None:
         self._citations_seen = True
@@ -239,7 +239,7 @@ class CohereV1(Provider):
             if index is None:
                 index = self._plan = self._open_block("tool_plan", p, out)
             self._plan_parts.append(text)
-            out.append(BlockDelta(index=index, kind="tool_plan", text=text, raw=p))
+            out.append(text_delta(index, "tool_plan", text, 0, p))
             return
         position = delta.get("index")
         if position is None:
@@ -265,7 +265,7 @@ class CohereV1(Provider):
             if fragment.__class__ is not str:
                 fragment = self._str(fragment, "tool-calls-chunk", p)
             self._call_args[position].append(fragment)
-            out.append(BlockDelta(index=block, kind="tool_call", text=fragment, raw=p))
+            out.append(text_delta(block, "tool_call", fragment, 0, p))
 
     def _tool_calls_generation(self, p: dict[str, Any], out: list[Event]) -> None:
         if self._generation_seen:
@@ -329,7 +329,7 @@ class CohereV1(Provider):
                 arguments = json.dumps(parameters, ensure_ascii=False)
                 self._call_args[position].append(arguments)
                 block = self._calls[position]
-                out.append(BlockDelta(index=block, kind="tool_call", text=arguments, raw=frame))
+                out.append(text_delta(block, "tool_call", arguments, 0, frame))
             return
         try:
             streamed: Any = json.loads(text)

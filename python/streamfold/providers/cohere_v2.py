@@ -45,7 +45,6 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
-    BlockDelta,
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -57,6 +56,7 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["FINISH_REASONS", "CohereV2", "usage_from_tokens"]
@@ -243,7 +243,7 @@ class CohereV2(Provider):
         initial = content.get("text") or content.get("thinking")
         if initial:
             text = self._text(initial, "content-start", frame)
-            out.append(BlockDelta(index=index, kind=kind, text=text, raw=frame))
+            out.append(text_delta(index, kind, text, 0, frame))
 
     def _content_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         index = self._block_for(self._content, p["index"], "content", "content-delta", out)
@@ -253,7 +253,7 @@ class CohereV2(Provider):
             text = content.get("thinking")
         if text.__class__ is not str:
             text = self._text(text, "content-delta", frame)
-        out.append(BlockDelta(index=index, kind=self._kinds[index], text=text, raw=frame))
+        out.append(text_delta(index, self._kinds[index], text, 0, frame))
 
     def _content_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         index = self._block_for(self._content, p["index"], "content", "content-end", out)
@@ -268,7 +268,7 @@ class CohereV2(Provider):
         if index is None:
             index = self._open_block("tool_plan", frame, out)
             self._plan = index
-        out.append(BlockDelta(index=index, kind="tool_plan", text=text, raw=frame))
+        out.append(text_delta(index, "tool_plan", text, 0, frame))
 
     def _tool_call_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         call = p["delta"]["message"]["tool_calls"]
@@ -285,14 +285,14 @@ class CohereV2(Provider):
         arguments = function.get("arguments")
         if arguments:
             text = self._text(arguments, "tool-call-start", frame)
-            out.append(BlockDelta(index=index, kind="tool_call", text=text, raw=frame))
+            out.append(text_delta(index, "tool_call", text, 0, frame))
 
     def _tool_call_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         index = self._block_for(self._calls, p["index"], "tool call", "tool-call-delta", out)
         text = p["delta"]["message"]["tool_calls"]["function"]["arguments"]
         if text.__class__ is not str:
             text = self._text(text, "tool-call-delta", frame)
-        out.append(BlockDelta(index=index, kind="tool_call", text=text, raw=frame))
+        out.append(text_delta(index, "tool_call", text, 0, frame))
 
     def _tool_call_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         index = self._block_for(self._calls, p["index"], "tool call", "tool-call-end", out)

@@ -52,7 +52,6 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
-    BlockDelta,
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -461,9 +460,7 @@ class Gemini(Provider):
         block, state.call = state.call, -1
         arguments = json.dumps(state.args, ensure_ascii=False)
         state.args = {}
-        out.append(
-            BlockDelta(index=block, kind="tool_call", text=arguments, choice=state.index, raw=frame)
-        )
+        out.append(text_delta(block, "tool_call", arguments, state.index, frame))
         out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
 
     # -- grounding --------------------------------------------------------------------------

@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
-    BlockDelta,
     BlockEnd,
     BlockStart,
     Event,
@@ -47,6 +46,7 @@ from ..events import (
     Unknown,
 )
 from ..message import FinishReason, ToolResult
+from ._fast import text_delta
 from .base import Provider
 
 __all__ = ["FINISH_REASONS", "Onecortex"]
@@ -166,7 +166,7 @@ class Onecortex(Provider):
             index = self._text = self._next_block
             self._next_block = index + 1
             out.append(BlockStart(index=index, kind="text", raw=frame))
-        out.append(BlockDelta(index=index, kind="text", text=text, raw=frame))
+        out.append(text_delta(index, "text", text, 0, frame))
 
     def _tool_call_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         call_id = p["id"]
@@ -185,7 +185,7 @@ class Onecortex(Provider):
             self.violation(
                 f"tool_call_args after tool_call_end for {p['id']!r}", out, event="tool_call_args"
             )
-        out.append(BlockDelta(index=index, kind="tool_call", text=text, raw=frame))
+        out.append(text_delta(index, "tool_call", text, 0, frame))
 
     def _tool_call_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         index = self._call(p["id"], "tool_call_end", frame, out)

@@ -337,7 +337,7 @@ class OpenAIResponses(Provider):
             )
             initial = item.get("arguments") or item.get("input")
             if initial and initial.__class__ is str:
-                out.append(BlockDelta(index=state.block, kind="tool_call", text=initial, raw=frame))
+                out.append(text_delta(state.block, "tool_call", initial, 0, frame))
             return
         if item_type == "reasoning":
             state.kind = "reasoning"
@@ -383,7 +383,7 @@ class OpenAIResponses(Provider):
         state.parts[content_index] = (block, kind)
         initial = part.get("text") or part.get("refusal")
         if initial and initial.__class__ is str:
-            out.append(BlockDelta(index=block, kind=kind, text=initial, raw=frame))
+            out.append(text_delta(block, kind, initial, 0, frame))
 
     def _part_done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.content_part.done", frame)
@@ -395,7 +395,7 @@ class OpenAIResponses(Provider):
         state = self._item(p, "response.reasoning_summary_part.added", frame)
         if state.summaries and state.block in self._open:
             # Summary parts are separate paragraphs of one reasoning block.
-            out.append(BlockDelta(index=state.block, kind="reasoning", text="\n\n", raw=frame))
+            out.append(text_delta(state.block, "reasoning", "\n\n", 0, frame))
         state.summaries += 1
 
     def _delta(
