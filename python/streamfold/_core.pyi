@@ -107,7 +107,8 @@ class SlotBuilder:
 @final
 class TemplateCut:
     """``TemplateCut(prefix, rest).read(frame)``: the body of a frame whose data is ``prefix``
-    + a plain JSON string body + ``rest``, else ``None`` (see ``providers/_chunk_template``)."""
+    + a JSON string body + ``rest`` (+ spaces and ``}`` when ``padded_end``), else ``None``
+    (see ``providers/_chunk_template``)."""
 
-    def __new__(cls, prefix: bytes, rest: bytes) -> TemplateCut: ...
+    def __new__(cls, prefix: bytes, rest: bytes, padded_end: bool = False) -> TemplateCut: ...
     def read(self, frame: object) -> str | None: ...

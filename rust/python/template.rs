@@ -20,15 +20,20 @@ use super::sse::ServerSentEvent;
 pub struct TemplateCut {
     prefix: Py<PyBytes>,
     rest: Py<PyBytes>,
+    /// The payload ends in spaces and one `}` after `rest` (Anthropic pads its JSON so), and
+    /// the body ends at the first `rest` (the `PADDED_END` mode of `_chunk_template`).
+    padded_end: bool,
 }
 
 #[pymethods]
 impl TemplateCut {
     #[new]
-    fn new(prefix: Bound<'_, PyBytes>, rest: Bound<'_, PyBytes>) -> Self {
+    #[pyo3(signature = (prefix, rest, padded_end = false))]
+    fn new(prefix: Bound<'_, PyBytes>, rest: Bound<'_, PyBytes>, padded_end: bool) -> Self {
         TemplateCut {
             prefix: prefix.unbind(),
             rest: rest.unbind(),
+            padded_end,
         }
     }
 
@@ -44,13 +49,9 @@ impl TemplateCut {
         };
         let raw = frame.get().raw_bytes(py);
         let (prefix, rest) = (self.prefix.as_bytes(py), self.rest.as_bytes(py));
-        if raw.len() <= prefix.len() + rest.len()
-            || !raw.starts_with(prefix)
-            || !raw.ends_with(rest)
-        {
+        let Some(body) = cut(&raw, prefix, rest, self.padded_end) else {
             return Ok(None);
-        }
-        let body = &raw[prefix.len()..raw.len() - rest.len()];
+        };
         let mut ascii = true;
         for &b in body {
             match b {
@@ -71,6 +72,28 @@ impl TemplateCut {
         }
         Ok(Some(text))
     }
+}
+
+/// The body of `raw` between `prefix` and `rest`, if `raw` has that shape and the body is not
+/// empty. Padded: `raw` is `prefix` + body + `rest` + spaces + `}`, the body ending at the
+/// first `rest`; should that lie inside the real body (after an escaped quote), the body cut
+/// there ends in an odd run of backslashes and is refused as a body later, as in Python.
+fn cut<'r>(raw: &'r [u8], prefix: &[u8], rest: &[u8], padded_end: bool) -> Option<&'r [u8]> {
+    let after_prefix = raw.strip_prefix(prefix)?;
+    let body = if padded_end {
+        let (&b'}', head) = raw.split_last()? else {
+            return None;
+        };
+        let end = memchr::memmem::find(after_prefix, rest)?;
+        let after = prefix.len() + end + rest.len();
+        if after > head.len() || head[after..].iter().any(|&b| b != b' ') {
+            return None;
+        }
+        &after_prefix[..end]
+    } else {
+        after_prefix.strip_suffix(rest)?
+    };
+    (!body.is_empty()).then_some(body)
 }
 
 /// A body with a quote or a backslash: its text as `decode_body` gives it (`json.loads` of the

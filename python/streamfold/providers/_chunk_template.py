@@ -105,11 +105,13 @@ class ChunkTemplate:
         self.start_b = len(self.prefix_b)
         self.rest_b = rest.encode()
         self.padding_end_b = padding_end.encode()
-        #: ``cut(frame)``: the text of a frame whose payload fits the template with a plain body,
-        #: read in Rust in one call; ``None`` leaves the frame to ``read`` (which decides every
-        #: case). Only for exact templates: padded ones are read by ``read`` alone.
+        #: ``cut(frame)``: the text of a frame whose payload fits the template, read in Rust in
+        #: one call; ``None`` leaves the frame to ``read`` (which decides every case). Not for
+        #: a padding value (OpenAI ``obfuscation``): those are read by ``read`` alone.
         self.cut: Callable[[Any], str | None] | None = (
-            TemplateCut(self.prefix_b, self.rest_b).read if mode == EXACT else None
+            None
+            if mode == PADDED_VALUE
+            else TemplateCut(self.prefix_b, self.rest_b, padded_end=mode == PADDED_END).read
         )
 
     @classmethod
