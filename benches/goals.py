@@ -99,21 +99,20 @@ def evaluate(
         v.append(verdict)
     r4, r1 = _big(tables, "4 KiB reads", 16 * MiB), _big(tables, "fed at once", 16 * MiB)
     if r4 and r1:
-        # Neither read pattern copies the event (fed at once it refers to the input, read in
-        # pieces it keeps them), so the first run no longer pays for fresh pages, and one
-        # ~1 ms sample is mostly noise. The verdict takes the best run (as `timeit` advises:
-        # on a quiet machine every run would cost that, interference only adds); the median
-        # and first runs are shown beside it.
+        # The first run, as a one-off big event meets cold caches and fresh memory. Neither
+        # read pattern copies the event now (fed at once it refers to the input, read in
+        # pieces it keeps them), so fed at once is one scan of the input, and repeated runs
+        # find that input in the cache: the best and median runs are shown, not judged.
         b4, b1 = float(r4["seconds"]), float(r1["seconds"])
         m4, m1 = _median(r4), _median(r1)
         c4, c1 = _cold(r4), _cold(r1)
-        ratio = b4 / b1
+        ratio = c4 / c1
         v.append(
             Verdict(
                 "2",
                 "16 MiB event in 4 KiB reads ≤ 1.5x the time fed at once",
-                f"{ratio:.2f}x ({b4 * 1e3:.2f} ms vs {b1 * 1e3:.2f} ms, best runs; "
-                f"median runs {m4 / m1:.2f}x, first runs {c4 / c1:.2f}x)",
+                f"{ratio:.2f}x ({c4 * 1e3:.2f} ms vs {c1 * 1e3:.2f} ms, first runs; "
+                f"best runs {b4 / b1:.2f}x, median runs {m4 / m1:.2f}x)",
                 "met" if ratio <= 1.5 else "not met",
             )
         )

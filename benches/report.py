@@ -367,7 +367,7 @@ def _section_big(tables: Tables) -> str:
         "cell is a fresh process: time is the best of the runs made in about a second (up to "
         "51), and in brackets the first "
         "run's (cold: every page of memory new to the process, as for a one-off big event; "
-        "the plots use it, the verdict the median run); peak is the growth of the "
+        "the plots and the verdict use it); peak is the growth of the "
         "resident set (VmHWM reset before the run) with the returned event held; in brackets "
         "the peak beyond the returned event's own data, in multiples of the event size "
         "(streamfold keeps the UTF-8 bytes; a Python `str` of this text takes 4 bytes per "
