@@ -84,6 +84,14 @@ CALL = (
     '"function":{"name":"f","arguments":""}}]}}]}'
 )
 
+ANTHROPIC_START = (
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c",'
+    '"role":"assistant","usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+    "event: content_block_start\n"
+    'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    "\n\n"
+)
+
 
 @given(st.lists(BODY, min_size=1, max_size=12), st.sampled_from([None, "Ab9", ""]))
 def test_openai_text_bodies_read_alike(bodies: list[str], padding: str | None) -> None:
@@ -108,20 +116,13 @@ def test_padding_values_read_alike(paddings: list[str]) -> None:
 
 @given(st.lists(st.tuples(BODY, st.text(" \t", max_size=4)), min_size=1, max_size=12))
 def test_anthropic_bodies_and_padding_read_alike(items: list[tuple[str, str]]) -> None:
-    start = (
-        'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c",'
-        '"role":"assistant","usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
-        "event: content_block_start\n"
-        'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
-        "\n\n"
-    )
     deltas = "".join(
         "event: content_block_delta\n"
         'data: {"type":"content_block_delta","index":0,'
         f'"delta":{{"type":"text_delta","text":"{body}"}}{spaces}}}\n\n'
         for body, spaces in [("learn", "   "), ("again", " "), *items]
     )
-    fast, slow = both((start + deltas).encode(), Anthropic)
+    fast, slow = both((ANTHROPIC_START + deltas).encode(), Anthropic)
     assert_same(fast, slow)
 
 
@@ -198,6 +199,20 @@ def _learned(padding: str | None) -> ChunkTemplate:
     return template
 
 
+def _text_and_read(template: ChunkTemplate, frame: Any) -> tuple[str | None, str | None, bool]:
+    """``text`` of the frame's ``str``, ``read`` of its bytes, and whether those are UTF-8:
+    ``read`` answers as ``text`` does, or leaves invalid UTF-8 to the parser (``None``)."""
+    want = template.text(frame.data)
+    got = template.read(frame.data_bytes)
+    try:
+        frame.data_bytes.decode()
+    except UnicodeDecodeError:
+        assert got in (None, want)
+        return want, got, False
+    assert got == want
+    return want, got, True
+
+
 #: Payload bytes around a body: valid UTF-8, broken sequences, and the template's own bytes.
 RAW_BODY = st.lists(
     st.one_of(
@@ -220,14 +235,7 @@ def test_reading_bytes_agrees_with_reading_text(body: bytes, padding: str | None
     frames = SSEDecoder().feed(b"data: " + payload + b"\n\n")
     assert len(frames) == 1
     frame = frames[0]
-    want = template.text(frame.data)
-    got = template.read(frame.data_bytes)
-    try:
-        frame.data_bytes.decode()
-    except UnicodeDecodeError:
-        assert got in (None, want)
-    else:
-        assert got == want
+    want, got, _valid = _text_and_read(template, frame)
     cut = template.cut
     if cut is not None:
         assert cut(frame) in (None, want)
@@ -239,15 +247,6 @@ def test_reading_bytes_agrees_with_reading_text(body: bytes, padding: str | None
         # except ``\\u`` escapes, which are left to the parser.
         if got is not None and b"\\" in body and b"\\u" not in body:
             assert cut(frame) == want
-
-
-ANTHROPIC_START = (
-    'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c",'
-    '"role":"assistant","usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
-    "event: content_block_start\n"
-    'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
-    "\n\n"
-)
 
 
 def _anthropic(body: str, spaces: str) -> str:
@@ -268,14 +267,9 @@ def test_padded_templates_read_in_rust_as_in_python(body: bytes, spaces: str, ta
     assert isinstance(template, ChunkTemplate) and template.cut is not None
     payload = _anthropic("@", spaces).encode().replace(b"@", body) + tail.encode()
     (frame,) = SSEDecoder().feed(b"event: content_block_delta\ndata: " + payload + b"\n\n")
-    want = template.text(frame.data)
-    got = template.read(frame.data_bytes)
-    try:
-        frame.data_bytes.decode()
-    except UnicodeDecodeError:
-        assert got in (None, want)
+    want, _got, valid = _text_and_read(template, frame)
+    if not valid:
         assert template.cut(frame) in (None, want)
         return
-    assert got == want
     # The cut answers whenever ``read`` does, except for ``\\u`` escapes (left to the parser).
     assert template.cut(frame) == (None if b"\\u" in body else want)
