@@ -227,7 +227,8 @@ RAW_BODY = st.lists(
 def test_reading_bytes_agrees_with_reading_text(body: bytes, padding: str | None) -> None:
     """``read`` (the payload's bytes) and ``cut`` (the frame, in Rust) answer as ``text`` does
     on the decoded payload, or leave the payload to the parser (``None``) when its bytes are
-    not valid UTF-8; ``cut`` answers only for plain bodies, and then as ``text`` does."""
+    not valid UTF-8; ``cut`` answers as ``text`` does for plain bodies and for escaped ones
+    without a ``\\u`` escape, and may leave the rest to the parser."""
     template = _learned(None if padding is None else "Xy1")
     payload = _openai("@", padding=padding).encode().replace(b"@", body)
     if padding == "a\xff":
