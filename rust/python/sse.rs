@@ -198,13 +198,13 @@ impl ServerSentEvent {
     pub(crate) fn raw_bytes<'a>(&'a self, py: Python<'a>) -> Cow<'a, [u8]> {
         match &self.bytes {
             DataBytes::Range(buffer, range) => Cow::Borrowed(&buffer.as_bytes(py)[range.clone()]),
-            DataBytes::Pieces(pieces) => Cow::Owned(pieces.iter().fold(
-                Vec::with_capacity(pieces.iter().map(|p| p.as_bytes(py).len()).sum()),
-                |mut all, p| {
-                    all.extend_from_slice(p.as_bytes(py));
-                    all
-                },
-            )),
+            DataBytes::Pieces(pieces) => Cow::Owned(
+                pieces
+                    .iter()
+                    .map(|p| p.as_bytes(py))
+                    .collect::<Vec<_>>()
+                    .concat(),
+            ),
         }
     }
 }
@@ -285,9 +285,12 @@ impl Strings {
     ) -> Step {
         let data = match chunk.and_then(|c| Some((c, within(e.data, c.as_bytes())?))) {
             // Chunks held while its block was open: this event, the block's, is where they go.
-            _ if !held.is_empty() => Data::Pieces(pieces(py, e.data, held)),
-            Some((chunk, range)) => Data::Chunk(chunk.clone().unbind(), range),
-            None if e.data.len() >= LARGE_DATA => Data::Own(PyBytes::new(py, e.data).unbind()),
+            _ if !held.is_empty() => Data::Ready(DataBytes::Pieces(pieces(py, e.data, held))),
+            Some((chunk, range)) => Data::Ready(DataBytes::Range(chunk.clone().unbind(), range)),
+            None if e.data.len() >= LARGE_DATA => Data::Ready(DataBytes::Range(
+                PyBytes::new(py, e.data).unbind(),
+                0..e.data.len(),
+            )),
             None => {
                 let start = arena.len();
                 arena.extend_from_slice(e.data);
@@ -329,12 +332,11 @@ fn within(part: &[u8], whole: &[u8]) -> Option<Range<usize>> {
     (!part.is_empty() && end <= whole.len()).then_some(start..end)
 }
 
-/// Where an event's data is, between the two phases of a call.
+/// Where an event's data is, between the two phases of a call: its place already, or a range
+/// of the call's shared buffer, made once the call's events are all known.
 enum Data {
-    Chunk(Py<PyBytes>, Range<usize>),
+    Ready(DataBytes),
     Arena(Range<usize>),
-    Own(Py<PyBytes>),
-    Pieces(Box<[Py<PyBytes>]>),
 }
 
 /// What the decoder produced, before the Python objects are made.
@@ -540,12 +542,7 @@ impl SSEDecoder {
                 } => {
                     let bytes = match data {
                         Data::Arena(range) => DataBytes::Range(shared.clone().unbind(), range),
-                        Data::Chunk(chunk, range) => DataBytes::Range(chunk, range),
-                        Data::Own(own) => {
-                            let range = 0..own.as_bytes(py).len();
-                            DataBytes::Range(own, range)
-                        }
-                        Data::Pieces(pieces) => DataBytes::Pieces(pieces),
+                        Data::Ready(bytes) => bytes,
                     };
                     let event = ServerSentEvent {
                         event,

@@ -132,11 +132,9 @@ class ChunkTemplate:
         # hold quotes, so a template learned only from plain text would rarely serve them.
         # A body ``read`` could not decode back (``\\u`` escapes, text it would not accept
         # unescaped) is not learned from; the probe below proves the cut in any case.
-        body = text if text.isprintable() and '"' not in text and "\\" not in text else None
-        if body is None:
-            body = json.dumps(text, ensure_ascii=False)[1:-1]
-            if decode_body(body) != text:
-                return None
+        body = json.dumps(text, ensure_ascii=False)[1:-1]
+        if decode_body(body) != text:
+            return None
         try:
             data.encode()
         except UnicodeEncodeError:  # a lone surrogate: ``read`` could never match the bytes
