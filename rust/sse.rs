@@ -259,21 +259,41 @@ impl SseDecoder {
     /// would take the event past the limit (`feed` then reports it where it happens).
     /// A big event read in small pieces is then found by one scan per piece and copied never.
     pub fn hold_data(&mut self, chunk: &[u8], min: usize) -> Option<usize> {
-        let size = self.data.len() + self.held;
-        let holds = self.stage == Stage::Body
-            && self.line == LineState::Value(Field::Data)
-            && !self.oversized
-            && !self.pending_cr
-            && !chunk.is_empty()
-            && size >= min
-            && size + chunk.len() <= self.max_event_bytes
-            && find_line_end(chunk).is_none();
-        if !holds {
+        if self.data.len() + self.held < min || !self.all_data(chunk) {
             return None;
         }
         self.held += chunk.len();
         self.offset += chunk.len() as u64;
         Some(self.data.len())
+    }
+
+    /// Feed a chunk that holds only data: inside a `data:` line's value, no line end in it,
+    /// within the limit. Then it is appended to the data buffer and `true` returned; else
+    /// nothing is done (`false`: feed the chunk).
+    ///
+    /// This is what [`SseDecoder::feed`] would do with such a chunk, minus the steps that find
+    /// it out one by one. Small reads are mostly such chunks (a 1-64 byte read usually falls
+    /// inside a payload of a few hundred bytes), and for them those steps were a good part of
+    /// the cost of a read.
+    pub fn append_data(&mut self, chunk: &[u8]) -> bool {
+        if !self.all_data(chunk) {
+            return false;
+        }
+        self.data.extend_from_slice(chunk);
+        self.offset += chunk.len() as u64;
+        true
+    }
+
+    /// Whether every byte of `chunk` is data of the open `data:` line, which holds it all
+    /// within the limit: nothing in it can end the line, dispatch, or overflow.
+    fn all_data(&self, chunk: &[u8]) -> bool {
+        self.stage == Stage::Body
+            && self.line == LineState::Value(Field::Data)
+            && !self.oversized
+            && !self.pending_cr
+            && !chunk.is_empty()
+            && self.data.len() + self.held + chunk.len() <= self.max_event_bytes
+            && find_line_end(chunk).is_none()
     }
 
     /// End of input. Per the spec an event not closed by a blank line is discarded; whether that
@@ -667,29 +687,85 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// The index of the first CR or LF in `bytes`.
+///
+/// Short inputs are the common case (reads of a few dozen bytes, or the rest of a line), and
+/// for them every step counts: 16 bytes at a time with SSE2, then 8 with a word, the last block
+/// or word overlapping the one before it rather than finishing byte by byte.
 fn find_line_end(bytes: &[u8]) -> Option<usize> {
-    if bytes.len() >= SHORT_SCAN {
-        return memchr::memchr2(b'\r', b'\n', bytes);
+    let len = bytes.len();
+    if len >= SHORT_SCAN {
+        memchr::memchr2(b'\r', b'\n', bytes)
+    } else if len >= 16 {
+        find_line_end_16(bytes)
+    } else if len >= 8 {
+        // The second word overlaps the first: a line end found there lies past the first
+        // word, which had none.
+        line_end_in_word(bytes, 0).or_else(|| line_end_in_word(bytes, len - 8))
+    } else {
+        bytes.iter().position(|&b| b == b'\r' || b == b'\n')
     }
-    let mut words = bytes.chunks_exact(8);
+}
+
+/// [`find_line_end`] for 16 bytes or more: blocks of 16, the last one ending at the end.
+#[cfg(target_arch = "x86_64")]
+fn find_line_end_16(bytes: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // One bit per byte that is CR or LF, lowest bit first.
+    let hits = |block: &[u8; 16]| -> u32 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; the load reads the 16 bytes of `block`.
+        #[allow(unused_unsafe)]
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            #[allow(clippy::cast_possible_wrap)]
+            let (lf, cr) = (_mm_set1_epi8(b'\n' as i8), _mm_set1_epi8(b'\r' as i8));
+            // 16 bits, one per byte: the cast keeps them all.
+            #[allow(clippy::cast_sign_loss)]
+            let mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)))
+                as u32;
+            mask
+        }
+    };
+    let last = bytes.len().checked_sub(16)?;
     let mut at = 0;
-    for word in &mut words {
-        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        // A byte of `w ^ pattern` is zero where `w` has that byte. The classic zero-byte test
-        // may also flag bytes above a real zero (borrows), never below: the lowest flag is
-        // exact, and that is the one we take.
-        let (lf, cr) = (w ^ (ONES * u64::from(b'\n')), w ^ (ONES * u64::from(b'\r')));
-        let found = ((lf.wrapping_sub(ONES) & !lf) | (cr.wrapping_sub(ONES) & !cr)) & HIGH;
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
+    while at < last {
+        let block = bytes[at..].first_chunk::<16>()?;
+        let mask = hits(block);
+        if mask != 0 {
+            return Some(at + mask.trailing_zeros() as usize);
+        }
+        at += 16;
+    }
+    // Overlapping the blocks before it, which held no line end.
+    let mask = hits(bytes[last..].first_chunk::<16>()?);
+    (mask != 0).then(|| last + mask.trailing_zeros() as usize)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn find_line_end_16(bytes: &[u8]) -> Option<usize> {
+    let last = bytes.len().checked_sub(8)?;
+    let mut at = 0;
+    while at < last {
+        if let Some(found) = line_end_in_word(bytes, at) {
+            return Some(found);
         }
         at += 8;
     }
-    words
-        .remainder()
-        .iter()
-        .position(|&b| b == b'\r' || b == b'\n')
-        .map(|i| at + i)
+    line_end_in_word(bytes, last)
+}
+
+/// The first CR or LF among the 8 bytes at `at`, as an index into `bytes`.
+#[inline]
+fn line_end_in_word(bytes: &[u8], at: usize) -> Option<usize> {
+    let word = bytes.get(at..)?.first_chunk::<8>()?;
+    let w = u64::from_le_bytes(*word);
+    // A byte of `w ^ pattern` is zero where `w` has that byte. The classic zero-byte test may
+    // also flag bytes above a real zero (borrows), never below: the lowest flag is exact, and
+    // that is the one we take.
+    let (lf, cr) = (w ^ (ONES * u64::from(b'\n')), w ^ (ONES * u64::from(b'\r')));
+    let found = ((lf.wrapping_sub(ONES) & !lf) | (cr.wrapping_sub(ONES) & !cr)) & HIGH;
+    (found != 0).then(|| at + (found.trailing_zeros() / 8) as usize)
 }
 
 /// Everything a stream decodes to, in owned form (tests, fuzzing, the Rust bench).

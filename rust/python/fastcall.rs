@@ -13,6 +13,7 @@
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
@@ -39,6 +40,7 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
         ml_doc: FEED_DOC.as_ptr(),
     }));
     let decoder = py.get_type::<SSEDecoder>();
+    DECODER_TYPE.store(type_ptr(&decoder), Ordering::Release);
     // SAFETY: the type is a live class object and `feed` a method table that is never freed;
     // a null result (out of memory) becomes the error it set.
     let method = unsafe {
@@ -65,6 +67,10 @@ fn type_ptr(ty: &Bound<'_, PyType>) -> *mut ffi::PyTypeObject {
     ty.as_ptr().cast()
 }
 
+/// The `SSEDecoder` class, kept at install: `feed` checks its `self` against it with one
+/// comparison, where `PyO3`'s `cast` first looks the class up (a cost paid on every read).
+static DECODER_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(null_mut());
+
 /// `SSEDecoder.feed(chunk)`.
 ///
 /// # Safety
@@ -87,7 +93,15 @@ unsafe extern "C" fn feed(
                 only_argument(py, args, nargs, kwnames)?,
             )
         };
-        slf.cast::<SSEDecoder>()?.get().feed(py, &chunk)
+        // SAFETY: `slf` is a live object, so its class can be read.
+        let exact = unsafe { ffi::Py_TYPE(slf.as_ptr()) } == DECODER_TYPE.load(Ordering::Relaxed);
+        let decoder = if exact {
+            // SAFETY: `slf`'s class is exactly `SSEDecoder`, which is what the cast needs.
+            unsafe { slf.cast_unchecked::<SSEDecoder>() }
+        } else {
+            slf.cast::<SSEDecoder>()?
+        };
+        decoder.get().feed(py, &chunk)
     })
 }
 

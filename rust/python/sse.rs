@@ -521,6 +521,8 @@ impl SSEDecoder {
         match input {
             Input::End => decoder.close(&mut sink),
             _ if kept => {}
+            // Most small reads fall inside a payload: appended, nothing else to find out.
+            _ if decoder.append_data(chunk) => {}
             _ => decoder.feed(chunk, &mut sink),
         }
         if matches!(input, Input::End) {

@@ -634,6 +634,23 @@ proptest! {
         let expected = bytes.iter().position(|&b| b == b'\r' || b == b'\n');
         prop_assert_eq!(find_line_end(bytes), expected);
     }
+
+    /// At most one line end, anywhere: every block and word of the search, and its last
+    /// overlapping one, are where it may be found or missed.
+    #[test]
+    fn line_end_search_finds_a_lone_line_end_anywhere(
+        len in 0usize..150,
+        at in 0usize..150,
+        end in prop_oneof![Just(None), Just(Some(b'\r')), Just(Some(b'\n'))],
+    ) {
+        let mut bytes: Vec<u8> = (b'a'..=b'z').cycle().take(len).collect();
+        let at = at % len.max(1);
+        if let (Some(end), true) = (end, len > 0) {
+            bytes[at] = end;
+        }
+        let expected = bytes.iter().position(|&b| b == b'\r' || b == b'\n');
+        prop_assert_eq!(find_line_end(&bytes), expected);
+    }
 }
 
 #[test]
