@@ -823,3 +823,83 @@ proptest! {
         prop_assert_eq!(held, whole);
     }
 }
+
+/// `decode_chunks`, but every chunk is first offered to `append_data`, as the Python binding
+/// does, and fed only when refused. Also returns how many were taken that way.
+fn decode_chunks_appending(chunks: &[&[u8]], max_event_bytes: usize) -> (Decoded, usize) {
+    let mut dec = SseDecoder::new(max_event_bytes);
+    let mut frames = Vec::new();
+    let mut appended = 0;
+    for chunk in chunks {
+        if dec.append_data(chunk) {
+            appended += 1;
+        } else {
+            dec.feed(chunk, &mut |f| frames.push(f.map(Event::from)));
+        }
+    }
+    dec.close(&mut |f| frames.push(f.map(Event::from)));
+    let decoded = Decoded {
+        frames,
+        dropped_partial: dec.dropped_partial(),
+        last_event_id: dec.last_event_id().to_owned(),
+        retry: dec.retry(),
+    };
+    (decoded, appended)
+}
+
+#[test]
+fn only_data_inside_a_data_value_is_appended() {
+    let mut dec = SseDecoder::new(8);
+    let mut sink = |_: Frame<'_>| {};
+    assert!(!dec.append_data(b"data")); // the BOM stage
+    dec.feed(b"event: ", &mut sink);
+    assert!(!dec.append_data(b"abc")); // an event type, not data
+    dec.feed(b"x\ndata:", &mut sink);
+    assert!(!dec.append_data(b"abc")); // the leading space is still to be removed
+    dec.feed(b" ab", &mut sink);
+    assert!(!dec.append_data(b"c\nd")); // a line end
+    assert!(!dec.append_data(b"c\rd"));
+    assert!(!dec.append_data(b""));
+    assert!(dec.append_data(b"cd"));
+    assert_eq!(dec.position(), 19);
+    assert!(!dec.append_data(b"efghi")); // 9 bytes: past the limit, which `feed` reports
+    dec.feed(b"ef\r", &mut sink);
+    assert!(!dec.append_data(b"gh")); // a CR waiting for its LF
+}
+
+#[test]
+fn appended_chunks_decode_like_the_whole() {
+    let input = b"event: e\ndata: abcdefgh\ndata: ijkl\n\ndata: x\n\n";
+    let parts: Vec<&[u8]> = input.chunks(2).collect();
+    let (appended, times) = decode_chunks_appending(&parts, DEFAULT_MAX_EVENT_BYTES);
+    assert!(times >= 3, "only {times} chunks appended");
+    assert_eq!(
+        appended,
+        decode_chunks([&input[..]], DEFAULT_MAX_EVENT_BYTES)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn appending_chunks_decodes_like_the_whole(
+        input in sse_stream(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..24),
+        limit in prop_oneof![Just(DEFAULT_MAX_EVENT_BYTES), 0usize..24],
+    ) {
+        let whole = decode_chunks([&input[..]], limit);
+        let (appended, _) = decode_chunks_appending(&cut(&input, &cuts), limit);
+        prop_assert_eq!(appended, whole);
+    }
+
+    #[test]
+    fn appending_arbitrary_bytes_decodes_like_the_whole(
+        input in proptest::collection::vec(any::<u8>(), 0..512),
+        cuts in proptest::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let whole = decode_chunks([&input[..]], 64);
+        let (appended, _) = decode_chunks_appending(&cut(&input, &cuts), 64);
+        prop_assert_eq!(appended, whole);
+    }
+}
