@@ -107,8 +107,15 @@ class SlotBuilder:
 @final
 class TemplateCut:
     """``TemplateCut(prefix, rest).read(frame)``: the body of a frame whose data is ``prefix``
-    + a JSON string body + ``rest`` (+ spaces and ``}`` when ``padded_end``), else ``None``
-    (see ``providers/_chunk_template``)."""
+    + a JSON string body + ``rest`` (+ spaces and ``}`` when ``padded_end``; + an alphanumeric
+    padding value and ``padding_end`` when that is given), else ``None`` (see
+    ``providers/_chunk_template``)."""
 
-    def __new__(cls, prefix: bytes, rest: bytes, padded_end: bool = False) -> TemplateCut: ...
+    def __new__(
+        cls,
+        prefix: bytes,
+        rest: bytes,
+        padded_end: bool = False,
+        padding_end: bytes | None = None,
+    ) -> TemplateCut: ...
     def read(self, frame: object) -> str | None: ...

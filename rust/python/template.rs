@@ -13,7 +13,8 @@ use pyo3::types::{PyBytes, PyString};
 use super::sse::ServerSentEvent;
 
 /// `TemplateCut(prefix, rest).read(frame)`: the body between `prefix` and `rest` of the frame's
-/// data as a `str`, when the data is exactly `prefix` + body + `rest` and the body is a plain
+/// data as a `str`, when the data is exactly `prefix` + body + `rest` (or one of the padded
+/// shapes, see the fields) and the body is a plain
 /// JSON string body (not empty, valid UTF-8, no quote, no backslash, every character printable
 /// by `str.isprintable`) or one with escapes that `decode_body` decodes; else `None`.
 #[pyclass(frozen, module = "streamfold._core")]
@@ -23,17 +24,35 @@ pub struct TemplateCut {
     /// The payload ends in spaces and one `}` after `rest` (Anthropic pads its JSON so), and
     /// the body ends at the first `rest` (the `PADDED_END` mode of `_chunk_template`).
     padded_end: bool,
+    /// A padding value follows `rest` (which ends with its opening quote), then these bytes:
+    /// the `obfuscation` of `OpenAI`, the `p` of Mistral (the `PADDED_VALUE` mode). The body
+    /// ends at the first `rest`, the value at the next quote, and the value is alphanumeric.
+    padding_end: Option<Py<PyBytes>>,
+}
+
+/// How a payload ends after the body.
+#[derive(Clone, Copy)]
+enum End<'a> {
+    Exact,
+    Spaces,
+    PaddingValue(&'a [u8]),
 }
 
 #[pymethods]
 impl TemplateCut {
     #[new]
-    #[pyo3(signature = (prefix, rest, padded_end = false))]
-    fn new(prefix: Bound<'_, PyBytes>, rest: Bound<'_, PyBytes>, padded_end: bool) -> Self {
+    #[pyo3(signature = (prefix, rest, padded_end = false, padding_end = None))]
+    fn new(
+        prefix: Bound<'_, PyBytes>,
+        rest: Bound<'_, PyBytes>,
+        padded_end: bool,
+        padding_end: Option<Bound<'_, PyBytes>>,
+    ) -> Self {
         TemplateCut {
             prefix: prefix.unbind(),
             rest: rest.unbind(),
             padded_end,
+            padding_end: padding_end.map(Bound::unbind),
         }
     }
 
@@ -49,9 +68,24 @@ impl TemplateCut {
         };
         let raw = frame.get().raw_bytes(py);
         let (prefix, rest) = (self.prefix.as_bytes(py), self.rest.as_bytes(py));
-        let Some(body) = cut(&raw, prefix, rest, self.padded_end) else {
+        let end = match (&self.padding_end, self.padded_end) {
+            (Some(tail), _) => End::PaddingValue(tail.as_bytes(py)),
+            (None, true) => End::Spaces,
+            (None, false) => End::Exact,
+        };
+        let Some((body, value)) = cut(&raw, prefix, rest, end) else {
             return Ok(None);
         };
+        if !value.is_empty() && !value.iter().all(u8::is_ascii_alphanumeric) {
+            // Python's `isalnum`, which takes letters and digits of every script.
+            let Ok(value) = std::str::from_utf8(value) else {
+                return Ok(None);
+            };
+            let value = PyString::new(py, value);
+            if !value.call_method0(intern!(py, "isalnum"))?.is_truthy()? {
+                return Ok(None);
+            }
+        }
         let mut ascii = true;
         for &b in body {
             match b {
@@ -74,26 +108,42 @@ impl TemplateCut {
     }
 }
 
-/// The body of `raw` between `prefix` and `rest`, if `raw` has that shape and the body is not
-/// empty. Padded: `raw` is `prefix` + body + `rest` + spaces + `}`, the body ending at the
-/// first `rest`; should that lie inside the real body (after an escaped quote), the body cut
-/// there ends in an odd run of backslashes and is refused as a body later, as in Python.
-fn cut<'r>(raw: &'r [u8], prefix: &[u8], rest: &[u8], padded_end: bool) -> Option<&'r [u8]> {
+/// The body of `raw` between `prefix` and `rest`, and the padding value (empty when there is
+/// none), if `raw` has that shape and the body is not empty. Padded (spaces or a value), the
+/// body ends at the first `rest`; should that lie inside the real body (after an escaped
+/// quote), the body cut there ends in an odd run of backslashes and is refused as a body
+/// later, as in Python.
+fn cut<'r>(
+    raw: &'r [u8],
+    prefix: &[u8],
+    rest: &[u8],
+    end: End<'_>,
+) -> Option<(&'r [u8], &'r [u8])> {
     let after_prefix = raw.strip_prefix(prefix)?;
-    let body = if padded_end {
-        let (&b'}', head) = raw.split_last()? else {
-            return None;
-        };
-        let end = memchr::memmem::find(after_prefix, rest)?;
-        let after = prefix.len() + end + rest.len();
-        if after > head.len() || head[after..].iter().any(|&b| b != b' ') {
-            return None;
+    let (body, value): (&[u8], &[u8]) = match end {
+        End::Exact => (after_prefix.strip_suffix(rest)?, &[]),
+        End::Spaces => {
+            let (&b'}', head) = raw.split_last()? else {
+                return None;
+            };
+            let end = memchr::memmem::find(after_prefix, rest)?;
+            let after = prefix.len() + end + rest.len();
+            if after > head.len() || head[after..].iter().any(|&b| b != b' ') {
+                return None;
+            }
+            (&after_prefix[..end], &[])
         }
-        &after_prefix[..end]
-    } else {
-        after_prefix.strip_suffix(rest)?
+        End::PaddingValue(tail) => {
+            let end = memchr::memmem::find(after_prefix, rest)?;
+            let value_and_tail = &after_prefix[end + rest.len()..];
+            let value_end = memchr::memchr(b'"', value_and_tail)?;
+            if &value_and_tail[value_end..] != tail {
+                return None;
+            }
+            (&after_prefix[..end], &value_and_tail[..value_end])
+        }
     };
-    (!body.is_empty()).then_some(body)
+    (!body.is_empty()).then_some((body, value))
 }
 
 /// A body with a quote or a backslash: its text as `decode_body` gives it (`json.loads` of the

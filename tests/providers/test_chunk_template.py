@@ -144,7 +144,7 @@ def test_a_template_is_learned_from_an_escaped_fragment() -> None:
     template = provider._template
     assert isinstance(template, ChunkTemplate) and template.block >= 0
     later = SSEDecoder().feed(_frames(_openai('Paris\\"}', key="arguments")))[0]
-    assert template.cut is not None and template.cut(later) == 'Paris"}'
+    assert template.cut(later) == 'Paris"}'
 
 
 def test_templates_are_used() -> None:
@@ -238,16 +238,15 @@ def test_reading_bytes_agrees_with_reading_text(body: bytes, padding: str | None
     frame = frames[0]
     want, got, _valid = _text_and_read(template, frame)
     cut = template.cut
-    if cut is not None:
-        assert cut(frame) in (None, want)
-        # Plain means the body on the wire has no escape (``\\/`` decodes to a plain ``/``).
-        plain = want is not None and b"\\" not in body and '"' not in want and want.isprintable()
-        if plain and got is not None:
-            assert cut(frame) == want
-        # Escaped bodies (tool-call arguments are JSON inside JSON) are decoded in Rust too,
-        # except ``\\u`` escapes, which are left to the parser.
-        if got is not None and b"\\" in body and b"\\u" not in body:
-            assert cut(frame) == want
+    assert cut(frame) in (None, want)
+    # Plain means the body on the wire has no escape (``\\/`` decodes to a plain ``/``).
+    plain = want is not None and b"\\" not in body and '"' not in want and want.isprintable()
+    if plain and got is not None:
+        assert cut(frame) == want
+    # Escaped bodies (tool-call arguments are JSON inside JSON) are decoded in Rust too,
+    # except ``\\u`` escapes, which are left to the parser.
+    if got is not None and b"\\" in body and b"\\u" not in body:
+        assert cut(frame) == want
 
 
 def _anthropic(body: str, spaces: str) -> str:
@@ -265,7 +264,7 @@ def test_padded_templates_read_in_rust_as_in_python(body: bytes, spaces: str, ta
     )
     _run((ANTHROPIC_START + learn).encode(), provider)
     template = provider._template
-    assert isinstance(template, ChunkTemplate) and template.cut is not None
+    assert isinstance(template, ChunkTemplate)
     payload = _anthropic("@", spaces).encode().replace(b"@", body) + tail.encode()
     (frame,) = SSEDecoder().feed(b"event: content_block_delta\ndata: " + payload + b"\n\n")
     want, _got, valid = _text_and_read(template, frame)
@@ -274,3 +273,111 @@ def test_padded_templates_read_in_rust_as_in_python(body: bytes, spaces: str, ta
         return
     # The cut answers whenever ``read`` does, except for ``\\u`` escapes (left to the parser).
     assert template.cut(frame) == (None if b"\\u" in body else want)
+
+
+#: Padding values: alphanumeric in several scripts, or not (quotes, spaces, invalid UTF-8).
+PADDING = st.lists(
+    st.one_of(
+        st.text(alphabet='aZ9_-"\\ }é²\u3000', max_size=4).map(str.encode),
+        st.sampled_from([b"\xff", b"\xc3"]),
+    ),
+    max_size=3,
+).map(b"".join)
+
+
+@given(PADDING, st.sampled_from(["word", 'say \\"hi\\"', "é😀"]))
+def test_padding_values_are_cut_in_rust_as_read_in_python(padding: bytes, body: str) -> None:
+    """OpenAI's ``obfuscation`` (Mistral's ``p``) is on nearly every real chunk: the Rust cut
+    reads those templates too, and answers exactly as ``read`` does."""
+    template = _learned("Xy1")
+    payload = _openai(body, padding="@").encode().replace(b"@", padding)
+    (frame,) = SSEDecoder().feed(b"data: " + payload + b"\n\n")
+    _want, got, _valid = _text_and_read(template, frame)
+    assert template.cut(frame) == got
+
+
+def test_a_padding_value_template_is_cut_in_rust() -> None:
+    template = _learned("Xy1")
+    (frame,) = SSEDecoder().feed(b"data: " + _openai("next", padding="Q7").encode() + b"\n\n")
+    assert template.cut(frame) == "next"
+    (frame,) = SSEDecoder().feed(b"data: " + _openai("next", padding="Q 7").encode() + b"\n\n")
+    assert template.cut(frame) is None
+
+
+def _chunk(delta: str, *, choice: int = 0) -> str:
+    """A Chat Completions payload of one choice with the raw JSON ``delta``."""
+    return (
+        f'{{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{{"index":{choice},'
+        f'"delta":{delta},"logprobs":null,"finish_reason":null}}]}}'
+    )
+
+
+#: One text delta: its choice, its field (Groq and OpenRouter say ``reasoning``, DeepSeek and
+#: vLLM ``reasoning_content``) and its raw body.
+PIECE = st.tuples(
+    st.integers(0, 2), st.sampled_from(["content", "reasoning", "reasoning_content"]), BODY
+)
+
+
+@given(st.lists(PIECE, min_size=1, max_size=24), st.booleans())
+def test_interleaved_choices_and_text_kinds_read_alike(
+    pieces: list[tuple[int, str, str]], channel: bool
+) -> None:
+    """``n>1`` choices interleave their chunks, and reasoning models send reasoning deltas
+    (Groq with a constant ``channel`` beside them): each gets its template, and the events are
+    those of a parse of every chunk."""
+    extra = ',"channel":"analysis"' if channel else ""
+    warm_up = [(c, key, w) for c in range(3) for key in ("content", "reasoning") for w in "ab"]
+    payloads = [
+        _chunk(f'{{"{key}":"{body}"{extra}}}', choice=c) for c, key, body in warm_up + pieces
+    ]
+    fast, slow = both(_frames(*payloads, "[DONE]"), OpenAIChat)
+    assert_same(fast, slow)
+
+
+def test_interleaved_choices_each_keep_their_template() -> None:
+    # Three choices, round robin: three templates, learned once each, not one relearned for
+    # every chunk (which cost more than parsing them all).
+    payloads = [_chunk(f'{{"content":"w{k}"}}', choice=k % 3) for k in range(60)]
+    provider = OpenAIChat()
+    run = _run(_frames(*payloads), provider)
+    assert provider._misses == 3
+    assert {t.state.index for t in [provider._template, *provider._spares] if t} == {0, 1, 2}
+    texts = ["".join(e.text for e in run.of(sf.BlockDelta) if e.choice == c) for c in range(3)]
+    assert texts == ["".join(f"w{k}" for k in range(c, 60, 3)) for c in range(3)]
+
+
+def test_reasoning_deltas_are_read_by_template() -> None:
+    payloads = [_chunk(f'{{"reasoning":"r{k}","channel":"analysis"}}') for k in range(10)]
+    provider = OpenAIChat()
+    run = _run(_frames(*payloads), provider)
+    template = provider._template
+    assert template is not None and template.kind == "reasoning"
+    assert provider._misses == 1  # learned once, then every chunk read by it
+    deltas = run.of(sf.BlockDelta)
+    assert [(d.kind, d.text) for d in deltas] == [("reasoning", f"r{k}") for k in range(10)]
+
+
+def test_a_block_is_not_learned_from_its_first_chunk() -> None:
+    # The chunk that opens a block often carries more (``role``) and a short stream would not
+    # repay the learning: only a chunk for an already open block is learned from.
+    first = '{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}'
+    provider = OpenAIChat()
+    _run(_frames(first), provider)
+    assert provider._misses == 0 and provider._template is None
+    _run(_frames(_chunk('{"content":" there"}')), provider)
+    assert provider._misses == 1 and provider._template is not None
+
+
+def test_interleaved_tool_calls_read_alike() -> None:
+    second = CALL.replace("call_1", "call_2").replace('"index":0,"id"', '"index":1,"id"')
+    fragments = [
+        _chunk(f'{{"tool_calls":[{{"index":{k % 2},"function":{{"arguments":"a{k}"}}}}]}}')
+        for k in range(12)
+    ]
+    fast, slow = both(_frames(START, CALL, second, *fragments, "[DONE]"), OpenAIChat)
+    assert_same(fast, slow)
+    texts: dict[int, str] = {}
+    for event in fast.of(sf.BlockDelta):
+        texts[event.index] = texts.get(event.index, "") + event.text
+    assert list(texts.values()) == ["a0a2a4a6a8a10", "a1a3a5a7a9a11"]

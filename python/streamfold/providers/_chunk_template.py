@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core import TemplateCut
+from ..message import BlockKind
 
 __all__ = ["ChunkTemplate", "decode_body"]
 
@@ -65,6 +66,7 @@ class ChunkTemplate:
     __slots__ = (
         "block",
         "cut",
+        "kind",
         "mode",
         "padding_end",
         "padding_end_b",
@@ -86,6 +88,7 @@ class ChunkTemplate:
         padding_end: str = "",
         state: Any = None,
         block: int = -1,
+        kind: BlockKind = "text",
     ) -> None:
         self.prefix = prefix
         self.start = len(prefix)
@@ -99,6 +102,9 @@ class ChunkTemplate:
         #: block).
         self.state = state
         self.block = block
+        #: The kind of the block the text goes to (an OpenAI-compatible host's ``reasoning``
+        #: deltas are read like its ``content`` ones).
+        self.kind = kind
         # The same cut in UTF-8, for ``read``. ``learn`` makes templates only from text that
         # encodes (no lone surrogate), so this never fails for a learned template.
         self.prefix_b = prefix.encode()
@@ -106,13 +112,13 @@ class ChunkTemplate:
         self.rest_b = rest.encode()
         self.padding_end_b = padding_end.encode()
         #: ``cut(frame)``: the text of a frame whose payload fits the template, read in Rust in
-        #: one call; ``None`` leaves the frame to ``read`` (which decides every case). Not for
-        #: a padding value (OpenAI ``obfuscation``): those are read by ``read`` alone.
-        self.cut: Callable[[Any], str | None] | None = (
-            None
-            if mode == PADDED_VALUE
-            else TemplateCut(self.prefix_b, self.rest_b, padded_end=mode == PADDED_END).read
-        )
+        #: one call; ``None`` leaves the frame to ``read`` (which decides every case).
+        self.cut: Callable[[Any], str | None] = TemplateCut(
+            self.prefix_b,
+            self.rest_b,
+            padded_end=mode == PADDED_END,
+            padding_end=self.padding_end_b if mode == PADDED_VALUE else None,
+        ).read
 
     @classmethod
     def learn(
@@ -125,6 +131,7 @@ class ChunkTemplate:
         expected: Callable[[str], dict[str, Any]],
         state: Any = None,
         block: int = -1,
+        kind: BlockKind = "text",
     ) -> ChunkTemplate | None:
         """The template of ``data``, parsed into ``chunk``, whose varying value is the string
         ``text`` under ``key``; ``expected(probe)`` is ``chunk`` with that value replaced."""
@@ -164,13 +171,14 @@ class ChunkTemplate:
                             padding_end=tail,
                             state=state,
                             block=block,
+                            kind=kind,
                         )
             core = rest[:-1].rstrip(" ")
             if rest.endswith(" }") and all(
                 _parses_to(prefix + "probe" + core + spaces, want) for spaces in ("}", "   }")
             ):
-                return cls(prefix, core, mode=PADDED_END, state=state, block=block)
-            return cls(prefix, rest, state=state, block=block)
+                return cls(prefix, core, mode=PADDED_END, state=state, block=block, kind=kind)
+            return cls(prefix, rest, state=state, block=block, kind=kind)
         return None
 
     def text(self, data: str) -> str | None:

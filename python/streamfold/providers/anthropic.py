@@ -189,8 +189,7 @@ class Anthropic(Provider):
         for self.position, frame in enumerate(frames, first):
             template = self._template
             if template is not None and frame.event == "content_block_delta":
-                cut = template.cut
-                text = cut(frame) if cut is not None else None
+                text = template.cut(frame)
                 if text is not None:
                     block = template.block
                     kind = self._open.get(block)
@@ -211,8 +210,7 @@ class Anthropic(Provider):
         template = self._template
         if template is not None and event == "content_block_delta":
             # A fragment read without a JSON parse (see ``_chunk_template``).
-            cut = template.cut
-            text = cut(frame) if cut is not None else None
+            text = template.cut(frame)
             if text is None:
                 text = template.read(frame.data_bytes)
             if text is not None:

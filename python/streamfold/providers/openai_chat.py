@@ -108,6 +108,9 @@ TEXT_FIELDS: tuple[tuple[str, BlockKind], ...] = (
     ("refusal", "refusal"),
 )
 
+#: How many chunk templates are kept besides the first one tried.
+SPARE_TEMPLATES = 4
+
 #: Kinds of Mistral ``content`` chunks that carry text.
 CHUNK_KINDS: dict[str, BlockKind] = {"text": "text", "thinking": "reasoning"}
 
@@ -143,6 +146,19 @@ def _logprobs(choice: dict[str, Any]) -> Any:
     if not logprobs or (logprobs.__class__ is dict and not any(logprobs.values())):
         return None
     return logprobs
+
+
+def _one_text(delta: dict[str, Any]) -> tuple[str, BlockKind, str] | None:
+    """``(key, kind, text)`` when exactly one of the ``TEXT_FIELDS`` of ``delta`` holds text
+    (the others absent, null or empty), as a string."""
+    found = None
+    for key, kind in TEXT_FIELDS:
+        value = delta.get(key)
+        if value:
+            if found is not None or value.__class__ is not str:
+                return None
+            found = key, kind, value
+    return found
 
 
 def _with_delta(chunk: dict[str, Any], choice: dict[str, Any], delta: Any) -> dict[str, Any]:
@@ -192,7 +208,11 @@ class OpenAIChat(Provider):
         self._next_block = 0
         self._done = False
         self._produced = False
+        #: The chunk template tried first: the one that read or was learned last.
         self._template: ChunkTemplate | None = None
+        #: The others still in use, tried in turn when it does not fit: the chunks of ``n>1``
+        #: choices, and of tool calls streamed side by side, interleave.
+        self._spares: list[ChunkTemplate] = []
         #: Templates learned; a stream whose chunks never repeat stops trying after 64.
         self._misses = 0
 
@@ -208,15 +228,13 @@ class OpenAIChat(Provider):
         for self.position, frame in enumerate(frames, first):
             template = self._template
             if template is not None and template.block < 0:
-                cut = template.cut
                 current = template.state
-                if cut is not None and current.prose_kind == "text":
-                    text = cut(frame)
+                kind = template.kind
+                if current.prose_kind == kind:
+                    text = template.cut(frame)
                     if text is not None and frame.event == "message":
                         if self.text_sink is None or out:
-                            out.append(
-                                text_delta(current.prose, "text", text, current.index, frame)
-                            )
+                            out.append(text_delta(current.prose, kind, text, current.index, frame))
                             continue
                         direct = self.text_direct
                         if direct is not None and direct[0] is template:
@@ -227,34 +245,30 @@ class OpenAIChat(Provider):
             handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        template = self._template
-        if template is not None:
+        found = self._read_templated(frame) if self._template is not None else None
+        if found is not None and frame.event == "message":
             # The common chunk, read without a JSON parse (see ``_chunk_template``).
-            cut = template.cut
-            text = cut(frame) if cut is not None else None
-            if text is None:
-                text = template.read(frame.data_bytes)
-            if text is not None and frame.event == "message":
-                current = template.state
-                block = template.block
-                if block < 0:
-                    if current.prose_kind == "text":
-                        if self.text_sink is not None and not out:
-                            # Folding: the text goes straight to its block (``direct_text``).
-                            direct = self.text_direct
-                            append = (
-                                direct[1]
-                                if direct is not None and direct[0] is template
-                                else self.direct_text(template, current.index, current.prose)
-                            )
-                            if append is not None:
-                                append(text)
-                                return
-                        out.append(text_delta(current.prose, "text", text, current.index, frame))
-                        return
-                elif not current.ended:
-                    out.append(text_delta(block, "tool_call", text, current.index, frame))
+            template, text = found
+            current = template.state
+            block = template.block
+            if block < 0:
+                if current.prose_kind == template.kind:
+                    if self.text_sink is not None and not out:
+                        # Folding: the text goes straight to its block (``direct_text``).
+                        direct = self.text_direct
+                        append = (
+                            direct[1]
+                            if direct is not None and direct[0] is template
+                            else self.direct_text(template, current.index, current.prose)
+                        )
+                        if append is not None:
+                            append(text)
+                            return
+                    out.append(text_delta(current.prose, template.kind, text, current.index, frame))
                     return
+            elif not current.ended:
+                out.append(text_delta(block, "tool_call", text, current.index, frame))
+                return
         if frame.data.startswith("[DONE]"):  # ordinary data, never parsed
             self._done_marker(frame, out)
             return
@@ -308,8 +322,9 @@ class OpenAIChat(Provider):
                                 else text_delta(state.prose, "text", content, index, frame)
                             )
                         else:
+                            open_kind = state.prose_kind
                             self._delta(state, delta, choice, frame, out)
-                            if self._misses < 64 and "tool_calls" in delta:
+                            if self._misses < 64 and state.prose_kind == open_kind:
                                 self._learn(chunk, choice, state, delta, frame)
                     elif _logprobs(choice) is not None:
                         self._logprobs_alone(state, choice, frame, out)
@@ -341,8 +356,12 @@ class OpenAIChat(Provider):
         delta: dict[str, Any],
         frame: Any,
     ) -> None:
-        """Learn the template of this chunk if it is a common one: one choice, a ``delta`` of
-        one text or one argument fragment of an open call, nothing else (``_chunk_template``)."""
+        """Learn the template of this chunk if it is a common one: one choice whose ``delta``
+        holds one text (content, reasoning or refusal, beside any constant fields such as
+        Groq's ``channel``) or one argument fragment of an open call, nothing else
+        (``_chunk_template``). Called once the chunk is handled, and only when its block was
+        already open: a block's first chunk often differs (``role``), and a stream of a few
+        chunks would not repay the learning."""
         if (
             len(chunk["choices"]) != 1
             or choice.get("finish_reason") is not None
@@ -351,19 +370,26 @@ class OpenAIChat(Provider):
             or chunk.get("error")
             or frame.event != "message"
             or self._done
-            or len(delta) != 1
+            or delta.__class__ is not dict
         ):
             return
-        content = delta.get("content")
         calls = delta.get("tool_calls")
-        if content.__class__ is str and state.prose_kind == "text":
-            key, text, block = "content", content, -1
+        kind: BlockKind
+        if not calls and not delta.get("function_call"):
+            prose = _one_text(delta)
+            if prose is None or state.prose_kind != prose[1]:
+                return
+            key, kind, text = prose
+            block = -1
 
             def expected(probe: str) -> dict[str, Any]:
-                return _with_delta(chunk, choice, {"content": probe})
+                return _with_delta(chunk, choice, {**delta, key: probe})
 
         elif (
-            calls.__class__ is list and len(calls) == 1 and calls[0].keys() == {"index", "function"}
+            len(delta) == 1
+            and calls.__class__ is list
+            and len(calls) == 1
+            and calls[0].keys() == {"index", "function"}
         ):
             call = calls[0]
             function = call["function"]
@@ -376,7 +402,7 @@ class OpenAIChat(Provider):
                 or known[0] not in state.open_calls
             ):
                 return
-            key, text, block = "arguments", function["arguments"], known[0]
+            key, kind, text, block = "arguments", "tool_call", function["arguments"], known[0]
 
             def expected(probe: str) -> dict[str, Any]:
                 entry = {"index": call["index"], "function": {"arguments": probe}}
@@ -386,14 +412,62 @@ class OpenAIChat(Provider):
             return
         self._misses += 1
         template = ChunkTemplate.learn(
-            frame.data, chunk, key=key, text=text, expected=expected, state=state, block=block
+            frame.data,
+            chunk,
+            key=key,
+            text=text,
+            expected=expected,
+            state=state,
+            block=block,
+            kind=kind,
         )
         if template is not None:
-            self._template = template
+            self._keep(template)
+
+    def _keep(self, template: ChunkTemplate) -> None:
+        """Make a new template the first one tried. It replaces any other for the same block
+        (whose chunks changed shape: a host that varies ``created``, say); the rest stay, up
+        to ``SPARE_TEMPLATES``."""
+        spares = [
+            t
+            for t in (self._template, *self._spares)
+            if t is not None and not (t.state is template.state and t.block == template.block)
+        ]
+        self._template = template
+        self._spares = spares[:SPARE_TEMPLATES]
+
+    def _read_templated(self, frame: Any) -> tuple[ChunkTemplate, str] | None:
+        """The template the frame fits and its text, if any: the first one, then the spares.
+        A spare that fits changes places with the first."""
+        template = self._template
+        if template is None:
+            return None
+        text = template.cut(frame)
+        if text is None:
+            text = template.read(frame.data_bytes)
+        if text is not None:
+            return template, text
+        spares = self._spares
+        for k, spare in enumerate(spares):
+            # The Rust cut alone: a frame it does not answer is parsed, which is always right
+            # and, for the few frames that fit no template, cheaper than a second reader.
+            text = spare.cut(frame)
+            if text is not None:
+                spares[k] = template
+                self._template = spare
+                return spare, text
+        return None
+
+    def _forget_call_templates(self) -> None:
+        """A new tool call may take over the ``tool_calls[].index`` a template points at."""
+        kept = [t for t in (self._template, *self._spares) if t is not None and t.block < 0]
+        self._template = kept[0] if kept else None
+        self._spares = kept[1:]
 
     def _done_marker(self, frame: Any, out: list[Event]) -> None:
         """``[DONE]``: the end of the data; what comes after it breaks the order."""
         self._template = None
+        self._spares = []
         if self._done:
             self.violation("second [DONE]", out, event=frame.event, raw=frame)
         self._done = True
@@ -423,10 +497,8 @@ class OpenAIChat(Provider):
         block = self._next_block
         self._next_block = block + 1
         self._produced = True
-        template = self._template
-        if kind == "tool_call" and template is not None and template.block >= 0:
-            # A new call may take over the ``tool_calls[].index`` the template points at.
-            self._template = None
+        if kind == "tool_call":
+            self._forget_call_templates()
         out.append(BlockStart(index=block, kind=kind, choice=state.index, raw=frame, **fields))
         return block
 
