@@ -60,7 +60,7 @@ def split(data: bytes, seed: int) -> list[bytes]:
     rng = random.Random(seed)
     out, at = [], 0
     while at < len(data):
-        # Mostly a frame or two per read: the direct path starts only on a fresh read.
+        # Mostly a frame or two per read, as servers send them.
         step = rng.choice([1, 7, 64, 150, 300, 4096])
         out.append(data[at : at + step])
         at += step
@@ -184,12 +184,17 @@ def _texts(n: int, rng: random.Random) -> Iterator[str]:
     st.lists(OPENAI_STEP, max_size=30),
     st.booleans(),
     st.integers(0, 2**16),
+    st.booleans(),
 )
-def test_openai_folds_alike(steps: list[tuple[str, str]], finish: bool, seed: int) -> None:
-    # Runs of plain text first, so templates are learned and the direct path is live.
+def test_openai_folds_alike(
+    steps: list[tuple[str, str]], finish: bool, seed: int, whole: bool
+) -> None:
+    # Runs of plain text first, so templates are learned and the direct path is live. Read
+    # whole, the events made before a text in the same read are folded first.
     rng = random.Random(seed)
     head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
-    chunks = split(openai_stream(head + steps, finish), seed)
+    data = openai_stream(head + steps, finish)
+    chunks = [data] if whole else split(data, seed)
     with pytest.MonkeyPatch.context() as m:
         assert outcome(chunks, "openai") == slow_outcome(m, chunks, "openai")
 
@@ -199,19 +204,24 @@ def test_openai_folds_alike(steps: list[tuple[str, str]], finish: bool, seed: in
     st.booleans(),
     st.sampled_from(["", "  "]),
     st.integers(0, 2**16),
+    st.booleans(),
 )
 def test_anthropic_folds_alike(
-    steps: list[tuple[str, str]], finish: bool, pad: str, seed: int
+    steps: list[tuple[str, str]], finish: bool, pad: str, seed: int, whole: bool
 ) -> None:
     rng = random.Random(seed)
     head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
-    chunks = split(anthropic_stream(head + steps, finish, pad), seed)
+    data = anthropic_stream(head + steps, finish, pad)
+    chunks = [data] if whole else split(data, seed)
     with pytest.MonkeyPatch.context() as m:
         assert outcome(chunks, "anthropic") == slow_outcome(m, chunks, "anthropic")
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["reads", "whole"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_the_direct_path_is_taken(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_direct_path_is_taken(
+    provider: str, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     words = [f" w{i}" for i in range(200)]
     if provider == "openai":
         data = openai_stream([("text", w) for w in words], finish=True)
@@ -219,7 +229,7 @@ def test_the_direct_path_is_taken(provider: str, monkeypatch: pytest.MonkeyPatch
         data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
     reference = slow_outcome(monkeypatch, [data], provider)
     counts = counting_appender(monkeypatch)
-    got = outcome(split(data, 1), provider)
+    got = outcome([data] if whole else split(data, 1), provider)
     assert got == reference
     assert got[1].text == "".join(words)
     # All but the deltas read before a template was learned went straight to the block.

@@ -109,6 +109,13 @@ class _Runner:
         self._resolve: Callable[[type], Callable[[Any], None]] = folder.handler_for
         self._provider = provider
         provider.text_sink = folder.text_appender
+        provider.text_flush = self.flush
+
+    def flush(self, events: list[Event]) -> None:
+        """Fold ``events`` now and empty the list (``Provider.text_flush``): the provider is
+        in the middle of a batch and wants the direct text path for what follows."""
+        self(events)
+        events.clear()
 
     def __call__(self, events: list[Event]) -> None:
         if not events:

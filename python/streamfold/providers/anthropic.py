@@ -194,7 +194,7 @@ class Anthropic(Provider):
                     block = template.block
                     kind = self._open.get(block)
                     if kind is not None and not self.terminal_seen:
-                        if self.text_sink is None or out:
+                        if self.text_sink is None or (out and not self.fold_made(out)):
                             out.append(text_delta(block, kind, text, 0, frame))
                             continue
                         direct = self.text_direct
@@ -216,7 +216,7 @@ class Anthropic(Provider):
             if text is not None:
                 kind = self._open.get(template.block)
                 if kind is not None and not self.terminal_seen:
-                    if self.text_sink is not None and not out:
+                    if self.text_sink is not None and (not out or self.fold_made(out)):
                         # Folding: the text goes straight to its block (``direct_text``).
                         direct = self.text_direct
                         append = (

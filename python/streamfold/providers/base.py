@@ -49,8 +49,10 @@ class Provider(ABC):
         #: Set by ``fold`` only: ``text_sink(choice, index)`` is the folder's direct ``append``
         #: for the text of that block (or ``None``), which a provider may call for a text delta
         #: instead of making the event, but only while ``out`` is empty: events made before
-        #: must be folded first. See ``direct_text``.
+        #: must be folded first (``fold_made``). See ``direct_text``.
         self.text_sink: Callable[[int, int], Callable[[str], None] | None] | None = None
+        #: Set by ``fold`` with ``text_sink``: folds the events of a list and empties it.
+        self.text_flush: Callable[[list[Event]], None] | None = None
         #: ``(key, append)`` from the last ``direct_text``; the fold resets it to ``None``
         #: whenever it folds an event, since any event may change where text goes.
         self.text_direct: tuple[Any, Callable[[str], None] | None] | None = None
@@ -67,6 +69,16 @@ class Provider(ABC):
         return
 
     # -- helpers for the provider modules ---------------------------------------------------
+
+    def fold_made(self, out: list[Event]) -> bool:
+        """Before a text goes straight to its block: have the fold fold the events made so
+        far in this batch (``text_flush``), which empties ``out``. Without that, a stream read
+        whole (one batch of frames) would make every delta an event after its first one.
+        ``False`` when ``out`` could not be emptied: make the event then."""
+        flush = self.text_flush
+        if flush is not None:
+            flush(out)
+        return not out
 
     def direct_text(self, key: Any, choice: int, index: int) -> Callable[[str], None] | None:
         """The fold's direct ``append`` for text of block ``index`` of ``choice`` (``None``:

@@ -233,7 +233,7 @@ class OpenAIChat(Provider):
                 if current.prose_kind == kind:
                     text = template.cut(frame)
                     if text is not None and frame.event == "message":
-                        if self.text_sink is None or out:
+                        if self.text_sink is None or (out and not self.fold_made(out)):
                             out.append(text_delta(current.prose, kind, text, current.index, frame))
                             continue
                         direct = self.text_direct
@@ -253,7 +253,7 @@ class OpenAIChat(Provider):
             block = template.block
             if block < 0:
                 if current.prose_kind == template.kind:
-                    if self.text_sink is not None and not out:
+                    if self.text_sink is not None and (not out or self.fold_made(out)):
                         # Folding: the text goes straight to its block (``direct_text``).
                         direct = self.text_direct
                         append = (
