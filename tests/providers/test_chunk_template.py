@@ -120,7 +120,7 @@ def test_anthropic_bodies_and_padding_read_alike(items: list[tuple[str, str]]) -
         "event: content_block_delta\n"
         'data: {"type":"content_block_delta","index":0,'
         f'"delta":{{"type":"text_delta","text":"{body}"}}{spaces}}}\n\n'
-        for body, spaces in [("learn", "   "), ("again", " "), *items]
+        for body, spaces in [("learn", "   "), ("again", " "), ("third", ""), *items]
     )
     fast, slow = both((ANTHROPIC_START + deltas).encode(), Anthropic)
     assert_same(fast, slow)
@@ -260,7 +260,7 @@ def test_padded_templates_read_in_rust_as_in_python(body: bytes, spaces: str, ta
     Rust cut too, with the answers of ``text`` (or ``None`` where it leaves it to ``read``)."""
     provider = Anthropic()
     learn = "".join(
-        f"event: content_block_delta\ndata: {_anthropic(w, '   ')}\n\n" for w in ("a", "b")
+        f"event: content_block_delta\ndata: {_anthropic(w, '   ')}\n\n" for w in ("a", "b", "c")
     )
     _run((ANTHROPIC_START + learn).encode(), provider)
     template = provider._template
@@ -381,3 +381,29 @@ def test_interleaved_tool_calls_read_alike() -> None:
     for event in fast.of(sf.BlockDelta):
         texts[event.index] = texts.get(event.index, "") + event.text
     assert list(texts.values()) == ["a0a2a4a6a8a10", "a1a3a5a7a9a11"]
+
+
+def test_an_anthropic_template_waits_for_a_blocks_third_delta() -> None:
+    # Many blocks have one to three deltas (text between web search citations): learning
+    # from the first would cost more than it saves.
+    def deltas(index: int, words: str) -> str:
+        return "".join(
+            "event: content_block_delta\n"
+            f'data: {{"type":"content_block_delta","index":{index},'
+            f'"delta":{{"type":"text_delta","text":"{w}"}}}}\n\n'
+            for w in words
+        )
+
+    def start(index: int) -> str:
+        return ANTHROPIC_START.split("event: content_block_start")[1].replace(
+            '"index":0', f'"index":{index}'
+        )
+
+    provider = Anthropic()
+    stream = ANTHROPIC_START + deltas(0, "ab")
+    for index in (1, 2):
+        stream += f"event: content_block_start{start(index)}" + deltas(index, "xy")
+    _run(stream.encode(), provider)
+    assert provider._learns == 0 and provider._template is None
+    _run(deltas(2, "z").encode(), provider)
+    assert provider._learns == 1 and provider._template is not None

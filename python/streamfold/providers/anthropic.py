@@ -101,6 +101,10 @@ TEXT_DELTAS: dict[str, str] = {
     "input_json_delta": "partial_json",
 }
 
+#: A block's chunk template is learned from its third delta parsed in a row (see
+#: ``Anthropic._parsed_block``).
+LEARN_AFTER = 3
+
 #: Usage counters ``message_delta`` may update.
 _COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -165,6 +169,11 @@ class Anthropic(Provider):
         self._usage: dict[str, Any] = {}
         self._template: ChunkTemplate | None = None
         self._learns = 0
+        #: The block of the last delta parsed, and how many of its deltas were parsed in a
+        #: row: a template is learned at a block's third, since many blocks (between web
+        #: search citations, say) have only one to three deltas, which would not repay it.
+        self._parsed_block: Any = None
+        self._parsed_run = 0
         self._stop: dict[str, Any] = {}
         self._on: dict[str, _Handler] = {
             "message_start": self._message_start,
@@ -244,7 +253,12 @@ class Anthropic(Provider):
                 if kind is not None and text and text.__class__ is str and not self.terminal_seen:
                     out.append(text_delta(index, kind, text, 0, frame))
                     if self._learns < 256 and len(payload) == 3 and len(delta) == 2:
-                        self._learn(frame, payload, field, text, index)
+                        if index == self._parsed_block:
+                            self._parsed_run += 1
+                            if self._parsed_run >= LEARN_AFTER:
+                                self._learn(frame, payload, field, text, index)
+                        else:
+                            self._parsed_block, self._parsed_run = index, 1
                     return
         handler = self._on.get(event)
         if handler is None:
