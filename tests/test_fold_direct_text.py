@@ -185,9 +185,10 @@ def _texts(n: int, rng: random.Random) -> Iterator[str]:
     st.booleans(),
     st.integers(0, 2**16),
     st.booleans(),
+    st.sampled_from(["openai", "auto"]),
 )
 def test_openai_folds_alike(
-    steps: list[tuple[str, str]], finish: bool, seed: int, whole: bool
+    steps: list[tuple[str, str]], finish: bool, seed: int, whole: bool, provider: str
 ) -> None:
     # Runs of plain text first, so templates are learned and the direct path is live. Read
     # whole, the events made before a text in the same read are folded first.
@@ -196,37 +197,41 @@ def test_openai_folds_alike(
     data = openai_stream(head + steps, finish)
     chunks = [data] if whole else split(data, seed)
     with pytest.MonkeyPatch.context() as m:
-        assert outcome(chunks, "openai") == slow_outcome(m, chunks, "openai")
+        assert outcome(chunks, provider) == slow_outcome(m, chunks, provider)
 
 
 @given(
-    st.lists(ANTHROPIC_STEP, max_size=30),
-    st.booleans(),
-    st.sampled_from(["", "  "]),
-    st.integers(0, 2**16),
-    st.booleans(),
+    steps=st.lists(ANTHROPIC_STEP, max_size=30),
+    finish=st.booleans(),
+    pad=st.sampled_from(["", "  "]),
+    seed=st.integers(0, 2**16),
+    whole=st.booleans(),
+    provider=st.sampled_from(["anthropic", "auto"]),
 )
 def test_anthropic_folds_alike(
-    steps: list[tuple[str, str]], finish: bool, pad: str, seed: int, whole: bool
+    *, steps: list[tuple[str, str]], finish: bool, pad: str, seed: int, whole: bool, provider: str
 ) -> None:
     rng = random.Random(seed)
     head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
     data = anthropic_stream(head + steps, finish, pad)
     chunks = [data] if whole else split(data, seed)
     with pytest.MonkeyPatch.context() as m:
-        assert outcome(chunks, "anthropic") == slow_outcome(m, chunks, "anthropic")
+        assert outcome(chunks, provider) == slow_outcome(m, chunks, provider)
 
 
 @pytest.mark.parametrize("whole", [False, True], ids=["reads", "whole"])
+@pytest.mark.parametrize("auto", [False, True], ids=["named", "auto"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_direct_path_is_taken(
-    provider: str, whole: bool, monkeypatch: pytest.MonkeyPatch
+    provider: str, auto: bool, whole: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     words = [f" w{i}" for i in range(200)]
     if provider == "openai":
         data = openai_stream([("text", w) for w in words], finish=True)
     else:
         data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
+    if auto:
+        provider = "auto"
     reference = slow_outcome(monkeypatch, [data], provider)
     counts = counting_appender(monkeypatch)
     got = outcome([data] if whole else split(data, 1), provider)
@@ -240,15 +245,18 @@ def per_frame(data: bytes) -> list[bytes]:
     return [frame + b"\n\n" for frame in data.split(b"\n\n") if frame]
 
 
-def test_text_after_another_block_goes_to_its_new_block(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("provider", ["openai", "auto"])
+def test_text_after_another_block_goes_to_its_new_block(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Text, a refusal, text again: the same template reads both runs of text, but the second
     run belongs to a new block, so the appender of the first must not survive the events."""
     first = [("text", f" a{i}") for i in range(5)]
     second = [("text", f" b{i}") for i in range(5)]
     chunks = per_frame(openai_stream([*first, ("refusal", " no"), *second], finish=True))
-    reference = slow_outcome(monkeypatch, chunks, "openai")
+    reference = slow_outcome(monkeypatch, chunks, provider)
     counts = counting_appender(monkeypatch)
-    got = outcome(chunks, "openai")
+    got = outcome(chunks, provider)
     assert got == reference
     assert [b.text for b in got[1].blocks] == [" a0 a1 a2 a3 a4", " no", " b0 b1 b2 b3 b4"]
     assert counts[0] >= 6

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
@@ -271,3 +272,66 @@ async def test_aevents_detects_too(anyio_backend: str) -> None:
         got = [e async for e in sf.aevents(_chunks(data), "auto")]
         assert got == run(data, "auto").events
         assert_detection(got[0], "onecortex" if data is test_onecortex.FULL else "cohere-v1")
+
+
+def _without_detection(message: Any) -> Any:
+    """The message (and its choices) without the ``provider_detected`` notice of ``auto``."""
+    if message is None:
+        return None
+
+    def plain(m: Any) -> Any:
+        notices = [n for n in m.notices if n.kind != "provider_detected"]
+        return replace(m, notices=notices, choices=[])
+
+    return replace(plain(message), choices=[plain(c) for c in message.choices])
+
+
+def _fold(chunks: list[bytes], provider: str) -> tuple[str, Any]:
+    try:
+        return "ok", _without_detection(sf.fold(chunks, provider=provider))
+    except sf.StreamfoldError as exc:
+        return type(exc).__name__, _without_detection(getattr(exc, "partial", None))
+
+
+@requires_captures
+@pytest.mark.parametrize("path", capture_files(), ids=capture_id)
+@settings(max_examples=5)  # 42 captures, each folded and decoded four times per example
+@given(cuts=st.lists(st.integers(min_value=0, max_value=20_000), max_size=12))
+def test_every_capture_folds_through_auto_as_through_its_provider(
+    path: Path, cuts: list[int]
+) -> None:
+    """Once it has chosen, ``auto`` runs the chosen provider's own frame loop and the fold's
+    direct text path: the message is the same, read whole or in pieces."""
+    provider = CAPTURE_PROVIDER[path.parent.name]
+    data = path.read_bytes()
+    for chunks in ([data], split(data, cuts)):
+        assert _fold(chunks, "auto") == _fold(chunks, provider)
+        auto, direct = run(chunks, "auto"), run(chunks, provider)
+        assert auto.events[1:] == direct.events
+        assert auto.outcome()[1] == direct.outcome()[1]
+
+
+def test_auto_runs_the_chosen_providers_own_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamfold.providers.openai_chat import OpenAIChat
+
+    calls: list[int] = []
+    real = OpenAIChat.handle_frames
+
+    def counted(self: OpenAIChat, frames: list[Any], out: list[Any]) -> None:
+        calls.append(len(frames))
+        real(self, frames, out)
+
+    monkeypatch.setattr(OpenAIChat, "handle_frames", counted)
+    frames = [
+        {"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o", "choices": [c]}
+        for c in (
+            {"index": 0, "delta": {"role": "assistant", "content": ""}},
+            *({"index": 0, "delta": {"content": f"w{k}"}} for k in range(6)),
+            {"index": 0, "delta": {}, "finish_reason": "stop"},
+        )
+    ]
+    data = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames)
+    message = sf.fold([data, b"data: [DONE]\n\n"], provider="auto")
+    assert message.text == "w0w1w2w3w4w5"
+    # The frames after the one that decided, then the second read (and none at the end).
+    assert [n for n in calls if n] == [len(frames) - 1, 1]

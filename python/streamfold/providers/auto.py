@@ -30,6 +30,7 @@ for :data:`MAX_UNDECIDED_FRAMES` frames, or to the end of the stream, raises
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..events import Event, Notice
@@ -218,6 +219,7 @@ class AutoProvider(Provider):
         self._position = -1
         self._terminal_seen = False
         self._sequence: int | None = None
+        self._text_direct: tuple[Any, Callable[[str], None] | None] | None = None
         super().__init__(strict=strict)
         #: The chosen provider's name, once decided.
         self.chosen: str | None = None
@@ -263,11 +265,55 @@ class AutoProvider(Provider):
         self._sequence = value
 
     @property
+    def text_direct(self) -> tuple[Any, Callable[[str], None] | None] | None:
+        inner = self._inner
+        return self._text_direct if inner is None else inner.text_direct
+
+    @text_direct.setter
+    def text_direct(self, value: tuple[Any, Callable[[str], None] | None] | None) -> None:
+        # The fold resets it whenever it folds an event: the chosen provider's must be reset.
+        inner = self._inner
+        if inner is None:
+            self._text_direct = value
+        else:
+            inner.text_direct = value
+
+    @property
     def provider(self) -> Provider | None:
         """The chosen provider instance, once decided."""
         return self._inner
 
     # -- frames ------------------------------------------------------------------------------
+
+    def handle_frames(self, frames: list[Any], out: list[Event]) -> None:
+        """The pipeline's loop over one chunk's frames: frame by frame until the provider is
+        known, then the chosen provider's own loop (``handle_frames``, with its inline reading
+        of the commonest frames), so that ``auto`` costs about what naming the provider does."""
+        inner = self._inner
+        if inner is None:
+            first = self.position + 1
+            for k, frame in enumerate(frames):
+                self.position = first + k
+                self.handle(frame, out)
+                if self._inner is not None:
+                    if k + 1 < len(frames):
+                        self._inner_frames(frames[k + 1 :], out)
+                    return
+            return
+        self._inner_frames(frames, out)
+
+    def _inner_frames(self, frames: list[Any], out: list[Event]) -> None:
+        inner = self._inner
+        assert inner is not None
+        handle_frames = getattr(inner, "handle_frames", None)
+        if handle_frames is not None:
+            handle_frames(frames, out)
+            return
+        handle = inner.handle
+        first = inner.position + 1
+        for k, frame in enumerate(frames):
+            inner.position = first + k
+            handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
         inner = self._inner
@@ -323,6 +369,10 @@ class AutoProvider(Provider):
             )
         )
         buffered, self._buffer = self._buffer, []
+        # The fold's direct text path (set on this provider before any frame).
+        inner.text_sink = self.text_sink
+        inner.text_flush = self.text_flush
+        inner.text_direct = None
         self._inner = inner
         # Later chunks skip this method: the pipeline binds `provider.handle` per chunk.
         self.handle = inner.handle  # type: ignore[method-assign]
