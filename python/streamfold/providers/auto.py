@@ -374,8 +374,12 @@ class AutoProvider(Provider):
         inner.text_flush = self.text_flush
         inner.text_direct = None
         self._inner = inner
-        # Later chunks skip this method: the pipeline binds `provider.handle` per chunk.
+        # Later chunks skip this method: the pipeline binds `provider.handle` per chunk, and
+        # looks up `handle_frames` on it (the chosen provider's own loop, where it has one).
         self.handle = inner.handle  # type: ignore[method-assign]
+        inner_frames = getattr(inner, "handle_frames", None)
+        if inner_frames is not None:
+            self.handle_frames = inner_frames  # type: ignore[method-assign]
         for position, buffered_frame in buffered:
             inner.position = position
             inner.handle(buffered_frame, out)
