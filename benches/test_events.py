@@ -88,6 +88,9 @@ def _capture_impls(provider: str) -> list[peers.Impl]:
     def events(c: Capture) -> int:
         return sum(1 for _ in sf.events([c.data], provider=c.provider))
 
+    def events_auto(c: Capture) -> int:
+        return sum(1 for _ in sf.events([c.data]))  # the default: the provider detected
+
     def fold(c: Capture) -> int:
         sf.fold([c.data], provider=c.provider)
         return 1
@@ -107,6 +110,7 @@ def _capture_impls(provider: str) -> list[peers.Impl]:
         peers.Impl("streamfold framer only", frames, peers.sf_missing("SSEDecoder")),
         peers.Impl("streamfold events()", events, missing_events),
         peers.Impl("streamfold fold()", fold, missing_events or peers.sf_missing("fold")),
+        peers.Impl("streamfold events(), provider auto", events_auto, missing_events),
         peers.Impl(
             "httpx-sse+json (json.loads per line for JSON lines)",
             httpx_sse_json,
@@ -116,7 +120,7 @@ def _capture_impls(provider: str) -> list[peers.Impl]:
 
 
 @pytest.mark.parametrize(
-    "impl_index", [0, 1, 2, 3], ids=["framer", "events", "fold", "httpx-sse+json"]
+    "impl_index", [0, 1, 2, 3, 4], ids=["framer", "events", "fold", "auto", "httpx-sse+json"]
 )
 @pytest.mark.parametrize("provider", CAPTURE_PROVIDERS)
 def test_captures(benchmark: Any, provider: str, impl_index: int) -> None:
