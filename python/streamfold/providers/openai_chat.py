@@ -425,13 +425,14 @@ class OpenAIChat(Provider):
             self._keep(template)
 
     def _keep(self, template: ChunkTemplate) -> None:
-        """Make a new template the first one tried. It replaces any other for the same block
+        """Make a new template the first one tried. It replaces any other for the same target
         (whose chunks changed shape: a host that varies ``created``, say); the rest stay, up
         to ``SPARE_TEMPLATES``."""
+        target = (template.state, template.block, template.kind)
         spares = [
             t
             for t in (self._template, *self._spares)
-            if t is not None and not (t.state is template.state and t.block == template.block)
+            if t is not None and (t.state, t.block, t.kind) != target
         ]
         self._template = template
         self._spares = spares[:SPARE_TEMPLATES]
