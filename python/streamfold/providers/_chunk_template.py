@@ -112,7 +112,9 @@ class ChunkTemplate:
         self.rest_b = rest.encode()
         self.padding_end_b = padding_end.encode()
         #: ``cut(frame)``: the text of a frame whose payload fits the template, read in Rust in
-        #: one call; ``None`` leaves the frame to ``read`` (which decides every case).
+        #: one call; ``None`` leaves the frame to ``read`` (which decides every case). Hot
+        #: loops load it and then call it (``cut = template.cut``): ``template.cut(frame)``
+        #: would be a method lookup, which CPython does not specialise for an attribute.
         self.cut: Callable[[Any], str | None] = TemplateCut(
             self.prefix_b,
             self.rest_b,

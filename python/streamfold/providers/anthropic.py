@@ -94,6 +94,10 @@ BLOCK_KINDS: dict[str, BlockKind] = {
     "mcp_tool_use": "server_tool",
 }
 
+#: Kinds whose text the fold can take straight into the block (``Provider.direct_text``); a
+#: tool's input goes through its JSON accumulator, so its fragments stay events.
+DIRECT_KINDS = frozenset({"text", "reasoning"})
+
 #: ``delta.type`` -> the field holding its text.
 TEXT_DELTAS: dict[str, str] = {
     "text_delta": "text",
@@ -194,24 +198,31 @@ class Anthropic(Provider):
         call per frame is a good part of its whole cost. This does exactly what ``handle`` does
         for such a frame; every other frame goes to ``handle``."""
         handle = self.handle
+        folding = self.text_sink is not None
         first = self.position + 1
         for self.position, frame in enumerate(frames, first):
             template = self._template
             if template is not None and frame.event == "content_block_delta":
-                text = template.cut(frame)
+                cut = template.cut
+                text = cut(frame)
                 if text is not None:
                     block = template.block
                     kind = self._open.get(block)
                     if kind is not None and not self.terminal_seen:
-                        if self.text_sink is None or (out and not self.fold_made(out)):
+                        if not folding:
                             out.append(text_delta(block, kind, text, 0, frame))
                             continue
-                        direct = self.text_direct
-                        if direct is not None and direct[0] is template:
-                            append = direct[1]
-                            if append is not None:
-                                append(text)
-                                continue
+                        # Each test here runs once per fragment: the commonest case first.
+                        if not out:
+                            direct = self.text_direct
+                            if direct is not None and direct[0] is template:
+                                append = direct[1]
+                                if append is not None:
+                                    append(text)
+                                    continue
+                        if kind not in DIRECT_KINDS or (out and not self.fold_made(out)):
+                            out.append(text_delta(block, kind, text, 0, frame))
+                            continue
             handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
@@ -219,13 +230,18 @@ class Anthropic(Provider):
         template = self._template
         if template is not None and event == "content_block_delta":
             # A fragment read without a JSON parse (see ``_chunk_template``).
-            text = template.cut(frame)
+            cut = template.cut
+            text = cut(frame)
             if text is None:
                 text = template.read(frame.data_bytes)
             if text is not None:
                 kind = self._open.get(template.block)
                 if kind is not None and not self.terminal_seen:
-                    if self.text_sink is not None and (not out or self.fold_made(out)):
+                    if (
+                        self.text_sink is not None
+                        and kind in DIRECT_KINDS
+                        and (not out or self.fold_made(out))
+                    ):
                         # Folding: the text goes straight to its block (``direct_text``).
                         direct = self.text_direct
                         append = (

@@ -224,6 +224,7 @@ class OpenAIChat(Provider):
         reads) right here: a Python call per frame is a good part of its whole cost. This does
         exactly what ``handle`` does for such a frame; every other frame goes to ``handle``."""
         handle = self.handle
+        folding = self.text_sink is not None
         first = self.position + 1
         for self.position, frame in enumerate(frames, first):
             template = self._template
@@ -231,17 +232,23 @@ class OpenAIChat(Provider):
                 current = template.state
                 kind = template.kind
                 if current.prose_kind == kind:
-                    text = template.cut(frame)
+                    cut = template.cut
+                    text = cut(frame)
                     if text is not None and frame.event == "message":
-                        if self.text_sink is None or (out and not self.fold_made(out)):
+                        if not folding:
                             out.append(text_delta(current.prose, kind, text, current.index, frame))
                             continue
-                        direct = self.text_direct
-                        if direct is not None and direct[0] is template:
-                            append = direct[1]
-                            if append is not None:
-                                append(text)
-                                continue
+                        # Each test here runs once per fragment: the commonest case first.
+                        if not out:
+                            direct = self.text_direct
+                            if direct is not None and direct[0] is template:
+                                append = direct[1]
+                                if append is not None:
+                                    append(text)
+                                    continue
+                        elif not self.fold_made(out):
+                            out.append(text_delta(current.prose, kind, text, current.index, frame))
+                            continue
             handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
@@ -443,7 +450,8 @@ class OpenAIChat(Provider):
         template = self._template
         if template is None:
             return None
-        text = template.cut(frame)
+        cut = template.cut
+        text = cut(frame)
         if text is None:
             text = template.read(frame.data_bytes)
         if text is not None:
@@ -452,7 +460,8 @@ class OpenAIChat(Provider):
         for k, spare in enumerate(spares):
             # The Rust cut alone: a frame it does not answer is parsed, which is always right
             # and, for the few frames that fit no template, cheaper than a second reader.
-            text = spare.cut(frame)
+            cut = spare.cut
+            text = cut(frame)
             if text is not None:
                 spares[k] = template
                 self._template = spare
