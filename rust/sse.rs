@@ -778,6 +778,18 @@ pub struct Decoded {
     pub retry: Option<u64>,
 }
 
+impl Decoded {
+    /// The outcome of a closed decoder whose sink collected `frames`.
+    pub fn closed(dec: &SseDecoder, frames: Vec<Result<Event, SseError>>) -> Self {
+        Decoded {
+            frames,
+            dropped_partial: dec.dropped_partial(),
+            last_event_id: dec.last_event_id().to_owned(),
+            retry: dec.retry(),
+        }
+    }
+}
+
 /// Decode a stream given as consecutive chunks, then close it.
 pub fn decode_chunks<'a, I>(chunks: I, max_event_bytes: usize) -> Decoded
 where
@@ -790,12 +802,7 @@ where
         dec.feed(chunk, &mut sink);
     }
     dec.close(&mut sink);
-    Decoded {
-        frames,
-        dropped_partial: dec.dropped_partial(),
-        last_event_id: dec.last_event_id().to_owned(),
-        retry: dec.retry(),
-    }
+    Decoded::closed(&dec, frames)
 }
 
 /// Decode a whole stream at once into owned events and errors.

@@ -746,12 +746,7 @@ fn decode_chunks_holding(chunks: &[&[u8]], max_event_bytes: usize, min: usize) -
         }
     }
     dec.close(&mut |f| sink(&mut held, f));
-    let decoded = Decoded {
-        frames,
-        dropped_partial: dec.dropped_partial(),
-        last_event_id: dec.last_event_id().to_owned(),
-        retry: dec.retry(),
-    };
+    let decoded = Decoded::closed(&dec, frames);
     (decoded, times_held)
 }
 
@@ -838,12 +833,7 @@ fn decode_chunks_appending(chunks: &[&[u8]], max_event_bytes: usize) -> (Decoded
         }
     }
     dec.close(&mut |f| frames.push(f.map(Event::from)));
-    let decoded = Decoded {
-        frames,
-        dropped_partial: dec.dropped_partial(),
-        last_event_id: dec.last_event_id().to_owned(),
-        retry: dec.retry(),
-    };
+    let decoded = Decoded::closed(&dec, frames);
     (decoded, appended)
 }
 
