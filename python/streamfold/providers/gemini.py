@@ -114,9 +114,11 @@ def _int(value: Any) -> int | None:
     return value if value.__class__ is int else None
 
 
-def _add(*values: int | None) -> int | None:
-    known = [value for value in values if value is not None]
-    return sum(known) if known else None
+def _add(a: int | None, b: int | None) -> int | None:
+    """The sum of the counts given; ``None`` when neither is (once per chunk: no list)."""
+    if a is None:
+        return b
+    return a if b is None else a + b
 
 
 def usage_from_gemini(usage: dict[str, Any]) -> Usage:
