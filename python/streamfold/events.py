@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ._frozen_init import fast_init
 from .message import BlockKind, Citation, FinishReason, ToolResult, Usage
 
 __all__ = [
@@ -268,3 +269,9 @@ class Unknown(Event):
 
     type: ClassVar[str] = "unknown"
     event_type: str | None
+
+
+# Every event class: the cheaper ``__init__`` (see ``_frozen_init``), same behaviour.
+for _cls in (Event, *(globals()[_name] for _name in __all__ if _name != "Event")):
+    fast_init(_cls)
+del _cls
