@@ -16,6 +16,7 @@ import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
 from streamfold.events import Notice
 from streamfold.framing import iter_json_lines, iter_sse
+from streamfold.providers import Provider, get_provider
 from streamfold.providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect
 
 from . import test_clouisle, test_cohere_v1, test_cohere_v2, test_onecortex
@@ -335,3 +336,67 @@ def test_auto_runs_the_chosen_providers_own_loop(monkeypatch: pytest.MonkeyPatch
     assert message.text == "w0w1w2w3w4w5"
     # The frames after the one that decided, then the second read (and none at the end).
     assert [n for n in calls if n] == [len(frames) - 1, 1]
+
+
+class CountingFrame:
+    """A frame that counts how often its data is parsed (the Rust frame cannot be spied on).
+    The providers' Rust template cut does not read it, so every frame takes the parsed path."""
+
+    def __init__(self, frame: sf.ServerSentEvent) -> None:
+        self.frame = frame
+        self.event, self.data, self.id, self.retry = frame.event, frame.data, frame.id, frame.retry
+        self.data_bytes = frame.data_bytes
+        self.parses = 0
+
+    def json(self) -> Any:
+        self.parses += 1
+        return self.frame.json()
+
+
+def _events(provider: Provider, frames: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for position, frame in enumerate(frames):
+        provider.position = position
+        provider.handle(frame, out)
+    return out
+
+
+@requires_captures
+@pytest.mark.parametrize(
+    "path",
+    [p for p in capture_files() if p.parent.name != "cohere_v1"],  # JSON lines: no parse
+    ids=capture_id,
+)
+def test_the_deciding_frame_is_parsed_once(path: Path) -> None:
+    # Detection parses the first frame; the chosen provider takes that parse over instead of
+    # making its own (a parse is the costliest step of a frame on the slow path).
+    frames = [CountingFrame(f) for f in iter_sse([path.read_bytes()])]
+    auto = AutoProvider()
+    try:
+        events = _events(auto, frames)
+    except sf.StreamfoldError:
+        events = None
+    assert frames[0].parses <= 1
+    assert all(f.parses <= 1 for f in frames)
+    # And the handed-over parse gives the events a parse of its own would.
+    direct = get_provider(CAPTURE_PROVIDER[path.parent.name])
+    try:
+        expected = _events(direct, [CountingFrame(f) for f in iter_sse([path.read_bytes()])])
+    except sf.StreamfoldError:
+        expected = None
+    assert (events is None) == (expected is None)
+    if events is not None and expected is not None:
+        assert events[1:] == expected
+
+
+def test_a_handed_over_parse_serves_only_its_own_frame() -> None:
+    frames = [CountingFrame(f) for f in iter_sse([sse((None, {"choices": []}))] * 2)]
+    provider = get_provider("openai")
+    provider.preparsed = (frames[0], {"choices": [], "marker": 1})
+    assert provider.frame_json(frames[1]) == {"choices": []}  # another frame: parsed
+    assert provider.preparsed is None  # and the hand-over is dropped
+    assert frames[1].parses == 1
+    provider.preparsed = (frames[0], {"marker": 1})
+    assert provider.frame_json(frames[0]) == {"marker": 1}
+    assert frames[0].parses == 0
+    assert provider.frame_json(frames[0]) == {"choices": []}  # used once

@@ -178,19 +178,26 @@ def _chat_flavour(payload: dict[str, Any]) -> str:
 def detect(frame: Any, *, jsonl: bool = False) -> str | None:
     """The provider one frame reveals, :data:`CHAT` for a Chat Completions chunk of unknown
     flavour, or ``None`` when the frame alone cannot tell."""
+    return _detect(frame, jsonl=jsonl)[0]
+
+
+def _detect(frame: Any, *, jsonl: bool) -> tuple[str | None, Any]:
+    """``detect``, and the frame's data parsed (``None`` if it was not, or is not JSON): the
+    chosen provider gets it with the frame rather than parsing it again."""
     if jsonl:
         if isinstance(frame, dict) and isinstance(frame.get("event_type"), str):
-            return "cohere-v1"
-        return None
-    data = frame.data
-    if data == "[DONE]":
-        return None
+            return "cohere-v1", None
+        return None, None
+    if frame.data == "[DONE]":
+        return None, None
     try:
-        payload = frame.json()
+        parsed = frame.json()
     except ValueError:
-        payload = None
-    if not isinstance(payload, dict):
-        payload = {}
+        parsed = None
+    return _by_payload(frame, parsed if isinstance(parsed, dict) else {}), parsed
+
+
+def _by_payload(frame: Any, payload: dict[str, Any]) -> str | None:
     name = frame.event
     if name == "message":
         name = payload.get("type")
@@ -321,11 +328,11 @@ class AutoProvider(Provider):
             inner.handle(frame, out)
             return
         self._buffer.append((self.position, frame))
-        found = detect(frame, jsonl=self._jsonl)
+        found, parsed = _detect(frame, jsonl=self._jsonl)
         if found == CHAT:
             self._chat = True
         elif found is not None:
-            self._choose(found, frame, out)
+            self._choose(found, frame, out, parsed)
             return
         if self._jsonl:
             raise self.protocol_error(
@@ -355,7 +362,9 @@ class AutoProvider(Provider):
             raw=frame,
         )
 
-    def _choose(self, name: str, frame: Any, out: list[Event]) -> None:
+    def _choose(self, name: str, frame: Any, out: list[Event], parsed: Any = None) -> None:
+        """Make the chosen provider and replay the buffered frames into it; ``parsed`` is the
+        data of ``frame`` (the deciding one, buffered last), when detection parsed it."""
         from . import provider_class
 
         inner = provider_class(name)(strict=self.strict)
@@ -382,4 +391,7 @@ class AutoProvider(Provider):
             self.handle_frames = inner_frames  # type: ignore[method-assign]
         for position, buffered_frame in buffered:
             inner.position = position
+            if parsed is not None and buffered_frame is frame:
+                inner.preparsed = (frame, parsed)
             inner.handle(buffered_frame, out)
+        inner.preparsed = None

@@ -56,6 +56,9 @@ class Provider(ABC):
         #: ``(key, append)`` from the last ``direct_text``; the fold resets it to ``None``
         #: whenever it folds an event, since any event may change where text goes.
         self.text_direct: tuple[Any, Callable[[str], None] | None] | None = None
+        #: ``(frame, payload)``: a frame whose data was already parsed (by ``auto``, to detect
+        #: the provider), handed over so that its JSON is not parsed twice. Used once.
+        self.preparsed: tuple[Any, Any] | None = None
 
     @abstractmethod
     def handle(self, frame: Any, out: list[Event]) -> None:
@@ -99,7 +102,7 @@ class Provider(ABC):
         event and frame position. With ``blank_is_keepalive``, whitespace-only data is a
         keep-alive some hosts send: ``None``, not an error."""
         try:
-            payload = frame.json()
+            payload = self.frame_json(frame)
         except ProtocolError as exc:
             if blank_is_keepalive and not frame.data.strip():
                 return None
@@ -108,6 +111,15 @@ class Provider(ABC):
             raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
         result: dict[str, Any] = payload
         return result
+
+    def frame_json(self, frame: Any) -> Any:
+        """``frame.json()``, unless ``preparsed`` holds this frame's payload already."""
+        preparsed = self.preparsed
+        if preparsed is not None:
+            self.preparsed = None
+            if preparsed[0] is frame:
+                return preparsed[1]
+        return frame.json()
 
     def protocol_error(self, message: str, *, event: str | None, raw: Any = None) -> ProtocolError:
         return ProtocolError(

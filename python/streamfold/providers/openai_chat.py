@@ -280,7 +280,7 @@ class OpenAIChat(Provider):
             self._done_marker(frame, out)
             return
         try:
-            chunk = frame.json()
+            chunk = self.frame_json(frame)
         except ProtocolError as exc:
             if not frame.data.strip():
                 return  # an empty data line: a keep-alive, not a chunk
