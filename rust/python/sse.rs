@@ -366,9 +366,10 @@ struct Outbox<E> {
 }
 
 impl<E> Outbox<E> {
-    fn new(backlog: Vec<Item<E>>) -> Self {
+    /// `expected`: how many frames the call made (or a guess), to size the list once.
+    fn new(backlog: Vec<Item<E>>, expected: usize) -> Self {
         let mut out = Outbox {
-            head: Vec::new(),
+            head: Vec::with_capacity(backlog.len() + expected),
             error: None,
             tail: Vec::new(),
             failure: None,
@@ -509,7 +510,13 @@ impl SSEDecoder {
                     .map(|at| held.push((at, owner.clone().unbind())))
                     .is_some()
         });
+        // When the list must grow, it grows once to what a read of this size usually ends
+        // (payloads of a few hundred bytes): a 16 KiB read would otherwise regrow it 4 times.
+        let room = chunk.len() / STEP_BYTES_GUESS;
         let mut sink = |frame: sse::Frame<'_>| {
+            if steps.len() == steps.capacity() {
+                steps.reserve(room);
+            }
             steps.push(match frame {
                 Ok(e) => strings.step(py, e, owner, arena, held),
                 Err(e) => {
@@ -533,7 +540,7 @@ impl SSEDecoder {
         }
         let shared = PyBytes::new(py, arena);
         arena.clear();
-        let mut out = Outbox::new(std::mem::take(backlog));
+        let mut out = Outbox::new(std::mem::take(backlog), steps.len());
         for step in steps.drain(..) {
             match step {
                 Step::Event {
@@ -571,6 +578,9 @@ impl SSEDecoder {
 }
 
 const KEEP_STEPS: usize = 8;
+
+/// Bytes per event assumed when the list of a call's steps first grows (see `SSEDecoder::run`).
+const STEP_BYTES_GUESS: usize = 128;
 const KEEP_ARENA: usize = 1024;
 
 #[pymethods]
@@ -689,7 +699,7 @@ impl JsonLinesDecoder {
         if chunk.is_some() && state.decoder.is_closed() {
             return Err(closed("JsonLinesDecoder"));
         }
-        let mut out = Outbox::new(std::mem::take(&mut state.backlog));
+        let mut out = Outbox::new(std::mem::take(&mut state.backlog), 0);
         let mut sink = |frame: jsonl::Frame<'_>| match frame {
             Ok(line) => match parse_json(py, line.bytes) {
                 Ok(value) => out.push(Item::Frame(value.unbind())),
