@@ -1018,6 +1018,36 @@ def test_protocol_error_carries_the_partial() -> None:
     assert info.value.provider == "openai"
 
 
+@pytest.mark.parametrize("provider", ["openai", "auto"])
+def test_an_event_over_the_limit_names_provider_and_frame(provider: str) -> None:
+    # The decoder knows only bytes; the pipeline names the provider (the detected one for
+    # auto) and the number of the frame the oversized event would have been.
+    body = sse(*OPENAI_TEXT[:2]) + b"data: " + b"x" * 2000 + b"\n\n"
+    for run in (
+        lambda: sf.fold([body], provider=provider, max_event_bytes=1000),
+        lambda: list(sf.events([body], provider=provider, max_event_bytes=1000)),
+    ):
+        with pytest.raises(sf.ProtocolError) as info:
+            run()
+        assert info.value.provider == "openai"
+        assert str(info.value).startswith("openai: event larger than max_event_bytes=1000")
+        assert str(info.value).endswith("(frame 2)")
+        assert info.value.message == str(info.value)
+        assert info.value.limit == 1000
+        assert info.value.position == len(sse(*OPENAI_TEXT[:2])) + 6 + 1000
+    with pytest.raises(sf.ProtocolError) as info:
+        sf.fold([body], provider=provider, max_event_bytes=1000)
+    assert info.value.partial.text == "Hel"
+
+
+def test_a_json_line_that_does_not_parse_names_the_provider() -> None:
+    body = b'{"event_type":"stream-start","generation_id":"g"}\n{not json\n'
+    with pytest.raises(sf.ProtocolError) as info:
+        sf.fold([body], provider="cohere-v1")
+    assert str(info.value).startswith("cohere-v1: line 2 is not JSON")
+    assert info.value.provider == "cohere-v1"
+
+
 def test_strict_fold_raises_on_the_onecortex_mismatch() -> None:
     with pytest.raises(sf.ProtocolError) as info:
         sf.fold([CASES["onecortex_result_mismatch"].body], provider="onecortex", strict=True)

@@ -103,8 +103,7 @@ class Pipeline:
         except ProtocolError as exc:
             self._run(exc.events, out)
             if self.pending is None:
-                exc.provider = exc.provider or self.provider.name
-                self.pending = exc
+                self.pending = self._framing_error(exc)
             return out
         if frames:  # most small reads end no frame
             self._run(frames, out)
@@ -137,7 +136,7 @@ class Pipeline:
                 self._run(frames, out)
                 frames = []
                 if self.pending is None:  # never hide an earlier error behind this one
-                    self.pending = exc
+                    self.pending = self._framing_error(exc)
         self._run(frames, out)
         if self.pending is None and finish:
             try:
@@ -176,6 +175,17 @@ class Pipeline:
         except StreamfoldError as exc:
             self.pending = exc
         self.frames_seen += len(frames)
+
+    def _framing_error(self, exc: ProtocolError) -> ProtocolError:
+        """The decoder's error (an event over the size limit, a JSON line that does not parse)
+        named as every other error is: the provider, and the number of the frame it broke
+        (``position`` stays the byte or line offset the decoder gave)."""
+        name = getattr(self.provider, "chosen", None) or self.provider.name
+        exc.provider = exc.provider or name
+        if not exc.message.startswith(f"{name}: "):
+            exc.message = f"{name}: {exc.message} (frame {self.frames_seen})"
+            exc.args = (exc.message, *exc.args[1:])
+        return exc
 
     def raise_pending(self) -> None:
         if self.pending is not None:
