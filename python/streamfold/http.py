@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._transport import connection_lost, is_transport_error
@@ -244,10 +244,19 @@ def _httpx_is_async_only(response: httpx.Response) -> bool:
     return not isinstance(stream, httpx.SyncByteStream) and not response.is_stream_consumed
 
 
-def _not_a_response(source: object) -> TypeError:
+def _not_a_response(source: object, *, asynchronous: bool = False) -> TypeError:
+    kind = type(source)
+    got = f"{kind.__module__}.{kind.__qualname__}"
+    if asynchronous and isinstance(source, Iterable):
+        # A list of chunks is an iterable of bytes, just not an async one: say so.
+        return TypeError(
+            f"expected an async iterable of bytes chunks or an HTTP response, got {got}: the "
+            "async functions (aevents, afold, astream) read with `async for`; pass this to "
+            "their sync twins (events, fold, stream), or wrap it in an async generator"
+        )
     return TypeError(
         "expected an iterable of bytes chunks or an HTTP response (httpx.Response, "
-        f"aiohttp.ClientResponse), got {type(source).__module__}.{type(source).__qualname__}"
+        f"aiohttp.ClientResponse), got {got}"
     )
 
 
@@ -412,7 +421,7 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
     else:
         response = _httpx_response(source)
         if response is None:
-            raise _not_a_response(source)
+            raise _not_a_response(source, asynchronous=True)
         import httpx
 
         if isinstance(response.stream, httpx.SyncByteStream) and not isinstance(
