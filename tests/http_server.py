@@ -688,6 +688,7 @@ CLIENT_BACKENDS = {
     "httpx-async-asyncio": "asyncio",
     "httpx-async-trio": "trio",
     "aiohttp": "asyncio",
+    "requests": "asyncio",
 }
 
 
@@ -880,6 +881,62 @@ class Aiohttp(Client):
         return seen
 
 
+class Requests(Client):
+    """requests, sync only: a ``Session`` and ``stream=True``, as its users stream."""
+
+    kind = "requests"
+
+    async def fold(self, url: str, provider: str, **options: Any) -> Any:
+        import requests
+
+        import streamfold as sf
+
+        with requests.Session() as session, session.get(url, stream=True) as response:
+            return sf.fold(response, provider=provider, **options)
+
+    async def events(self, url: str, provider: str) -> list[Any]:
+        import requests
+
+        import streamfold as sf
+
+        with requests.Session() as session, session.get(url, stream=True) as response:
+            return list(sf.events(response, provider=provider))
+
+    async def fold_resumable(
+        self, url: str, provider: str, query: dict[str, Any], **options: Any
+    ) -> Any:
+        import requests
+
+        import streamfold as sf
+
+        with requests.Session() as session:
+
+            def connect(cursor: sf.Cursor) -> Any:
+                params = {**query, **cursor.params}
+                return session.get(url, params=params, headers=cursor.headers, stream=True)
+
+            return sf.fold_resumable(connect, provider=provider, **options)
+
+    async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
+        import requests
+
+        import streamfold as sf
+
+        seen = 0
+        with requests.Session() as session:
+            response = session.get(url, stream=True)
+            with contextlib.suppress(_Leave):
+                for _ in sf.events(response, provider=provider):
+                    seen += 1
+                    if seen == n:
+                        if raise_:
+                            raise _Leave
+                        break
+            # Closed: the connection is released, its socket no longer readable.
+            assert response.raw.closed
+        return seen
+
+
 def make_client(kind: str) -> Client:
     if kind == "httpx-sync":
         return HttpxSync()
@@ -887,4 +944,6 @@ def make_client(kind: str) -> Client:
         return HttpxAsync(kind)
     if kind == "aiohttp":
         return Aiohttp()
+    if kind == "requests":
+        return Requests()
     raise ValueError(kind)

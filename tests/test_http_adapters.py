@@ -460,6 +460,31 @@ async def test_aiohttp_response_to_sync_api_is_a_type_error(
             sf.fold(response, provider="onecortex")
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_requests_response_to_async_api_is_a_type_error(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    import requests
+
+    with requests.get(stream_server.url("/stream/onecortex"), stream=True) as response:
+        with pytest.raises(TypeError, match=r"requests\.Response is read synchronously"):
+            await sf.afold(response, provider="onecortex")
+        assert response.raw.closed is False  # refused before anything was read or closed
+
+
+def test_requests_response_read_without_stream_folds_too(stream_server: StreamServer) -> None:
+    # Without `stream=True` requests has read the whole body already: the same message.
+    import requests
+
+    url = stream_server.url("/stream/onecortex")
+    with requests.get(url, stream=True) as streamed:
+        expected = sf.fold(streamed, provider="onecortex")
+    with requests.get(url) as whole:
+        assert sf.fold(whole, provider="onecortex") == expected
+    assert expected.complete
+
+
 def test_non_response_object_is_a_type_error() -> None:
     import httpx
 

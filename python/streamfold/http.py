@@ -1,8 +1,10 @@
-"""HTTP client adapters: httpx (sync and async) and aiohttp responses, and ``stream()``.
+"""HTTP client adapters: httpx (sync and async), aiohttp and requests responses, and ``stream()``.
 
 ``sf.events(response, provider=...)`` and ``sf.fold(response, ...)`` accept an ``httpx.Response``
-(from ``httpx.Client`` or ``httpx.AsyncClient``, for the async forms) or an
-``aiohttp.ClientResponse`` directly. Before a byte of the body is parsed:
+(from ``httpx.Client`` or ``httpx.AsyncClient``, for the async forms), an
+``aiohttp.ClientResponse`` (async forms) or a ``requests.Response`` (sync forms; open it with
+``stream=True``, or requests reads the whole body before returning) directly. Before a byte of
+the body is parsed:
 
 * a status outside 2xx raises :class:`~streamfold.errors.StreamError` with ``status``, the
   provider's ``code`` and ``message`` and the parsed error body in ``raw`` (the body is read,
@@ -19,9 +21,10 @@ undone by the client). A connection that fails while the body is read raises
 ``IncompleteStreamError`` (``ConnectionLostError``; the client's exception is its
 ``__cause__``), so ``sf.fold`` gives it ``.partial``; :mod:`streamfold.resumable` reconnects.
 
-Neither httpx nor aiohttp is imported by ``import streamfold``: this module imports them only
-when it is used (``pip install streamfold[httpx]`` / ``streamfold[aiohttp]``). aiohttp is
-asyncio-only; everything for httpx works under asyncio and trio alike.
+None of httpx, aiohttp and requests is imported by ``import streamfold``: a response is
+recognised only when its client's module is already loaded (``pip install streamfold[httpx]`` /
+``streamfold[aiohttp]`` / ``streamfold[requests]``). aiohttp is asyncio-only; everything for
+httpx works under asyncio and trio alike.
 """
 
 from __future__ import annotations
@@ -237,6 +240,13 @@ def _aiohttp_response(source: object) -> Any:
     return None
 
 
+def _requests_response(source: object) -> Any:
+    requests_module = sys.modules.get("requests")
+    if requests_module is not None and isinstance(source, requests_module.Response):
+        return source
+    return None
+
+
 def _httpx_is_async_only(response: httpx.Response) -> bool:
     import httpx
 
@@ -256,7 +266,7 @@ def _not_a_response(source: object, *, asynchronous: bool = False) -> TypeError:
         )
     return TypeError(
         "expected an iterable of bytes chunks or an HTTP response (httpx.Response, "
-        f"aiohttp.ClientResponse), got {got}"
+        f"aiohttp.ClientResponse, requests.Response), got {got}"
     )
 
 
@@ -292,10 +302,57 @@ def check_response(response: httpx.Response, provider: str) -> None:
         response.close()
 
 
+def check_requests_response(response: Any, provider: str) -> None:
+    """:func:`check_response` for a ``requests.Response``."""
+    is_error, bad_type = _check_head(
+        provider, response.status_code, response.headers.get("content-type")
+    )
+    if not (is_error or bad_type):
+        return
+    try:
+        chunks = response.iter_content(chunk_size=None)
+        if is_error:
+            body, truncated = _read_bounded(chunks, MAX_ERROR_BODY)
+            raise _status_error(
+                provider,
+                response.status_code,
+                reason=response.reason,
+                headers=response.headers,
+                body=body,
+                truncated=truncated,
+            )
+        body, _ = _read_bounded(chunks, _EXCERPT_BYTES)
+        raise _content_type_error(
+            provider, response.headers.get("content-type", ""), body, response.status_code
+        )
+    finally:
+        response.close()
+
+
+@contextlib.contextmanager
+def _requests_chunks(response: Any, provider: str) -> Generator[Iterator[bytes]]:
+    check_requests_response(response, provider)
+    # `chunk_size=None`: each read as it arrives (with `stream=True`), decoded (gzip undone).
+    # requests raises its connection failures as `OSError`s: `_guard` reports them.
+    chunks = _guard(response.iter_content(chunk_size=None), provider)
+    try:
+        yield chunks
+    finally:
+        try:
+            chunks.close()
+        finally:
+            response.close()
+
+
 @contextlib.contextmanager
 def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes]]:
     """The decoded body of a sync HTTP response as an iterator of bytes, checked first and
     closed on exit (end of body, early exit, exception in the caller's loop)."""
+    requests_response = _requests_response(source)
+    if requests_response is not None:
+        with _requests_chunks(requests_response, provider) as chunks:
+            yield chunks
+        return
     response = _httpx_response(source)
     if response is None:
         if _aiohttp_response(source) is not None:
@@ -415,6 +472,11 @@ async def _aiter_aiohttp(response: Any) -> AsyncGenerator[bytes]:
 async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
     """Async twin of :func:`sync_response_chunks` for httpx (``AsyncClient``) and aiohttp."""
     chunks: AsyncGenerator[bytes]
+    if _requests_response(source) is not None:
+        raise TypeError(
+            "a requests.Response is read synchronously: use sf.events / sf.fold "
+            "(or httpx.AsyncClient / aiohttp for async code)"
+        )
     if _aiohttp_response(source) is not None:
         await acheck_response(source, provider)
         chunks = _aguard(_aiter_aiohttp(source), provider)

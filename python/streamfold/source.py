@@ -63,4 +63,4 @@ async def async_byte_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIt
 
 def _looks_like_response(source: object) -> bool:
     module = type(source).__module__
-    return module.startswith(("httpx", "aiohttp"))
+    return module.startswith(("httpx", "aiohttp", "requests"))
