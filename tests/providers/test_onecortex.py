@@ -334,3 +334,16 @@ def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bo
 @given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
 def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
     check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)
+
+
+def test_text_after_done_is_not_part_of_the_answer() -> None:
+    # The format says nothing follows the terminal event: a late delta is warned about and
+    # dropped, so the complete message stays the one `done.result` vouched for.
+    message = sf.fold([named(e("text", delta="You said: hello"), DONE, e("text", delta="X"))], P)
+    assert message.complete
+    assert message.text == "You said: hello"
+    assert any("event after the terminal event" in w for w in message.warnings)
+    with pytest.raises(sf.ProtocolError, match="event after the terminal event"):
+        sf.fold(
+            [named(e("text", delta="You said: hello"), DONE, e("text", delta="X"))], P, strict=True
+        )

@@ -109,7 +109,10 @@ class Onecortex(Provider):
                 raw=frame,
             )
         if self.terminal_seen:
+            # "Exactly one terminal event, last": what follows is not part of the answer
+            # (appending it would change a message already complete), so it is dropped.
             self.violation("event after the terminal event", out, event=event_type, raw=frame)
+            return
         if not self._started:
             self._started = True
             out.append(MessageStart(raw=frame))
