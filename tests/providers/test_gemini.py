@@ -105,7 +105,7 @@ STREAMS = [p.read_bytes() for p in CAPTURES] + [BASIC]
 
 @given(st.data())
 def test_chunking_invariance(data: st.DataObject) -> None:
-    stream = data.draw(st.sampled_from(STREAMS))
+    stream = data.draw(st.sampled_from([*STREAMS, CUT_BY_MAX_TOKENS, CUT_BY_EOF]))
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
     whole = run(stream, "gemini")
     split = run(split_at(stream, cuts), "gemini")
@@ -261,6 +261,158 @@ def test_partial_args_without_an_open_call_is_a_protocol_error() -> None:
     )
     result = run(stream, "gemini")
     assert isinstance(result.error, sf.ProtocolError) and "never started" in str(result.error)
+
+
+# -- a streamed call that never closes -----------------------------------------------------------
+
+
+def opened(name: str = "search") -> dict[str, Any]:
+    return chunk({"functionCall": {"name": name, "willContinue": True}})
+
+
+def args(*partial: dict[str, Any]) -> dict[str, Any]:
+    return chunk({"functionCall": {"partialArgs": list(partial), "willContinue": True}})
+
+
+def closed() -> dict[str, Any]:
+    return chunk({"functionCall": {}})
+
+
+PAR = {"jsonPath": "$.query", "stringValue": "weather in Par", "willContinue": True}
+#: The call's text as a cut leaves it: the root and the string being streamed left open.
+PAR_TEXT = '{"query": "weather in Par'
+#: A call cut by the token limit, and the same stream cut by the input ending.
+CUT_BY_MAX_TOKENS = gsse(opened(), args(PAR), chunk(finish="MAX_TOKENS"))
+CUT_BY_EOF = gsse(opened(), args(PAR))
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_call_cut_by_max_tokens_is_incomplete_and_keeps_what_arrived(strict: bool) -> None:
+    message = sf.fold([CUT_BY_MAX_TOKENS], provider="gemini", strict=strict)
+    assert (message.finish_reason, message.complete, message.warnings) == ("length", True, [])
+    (call,) = message.tool_calls
+    assert (call.name, call.complete, call.arguments) == ("search", False, None)
+    assert call.arguments_json == PAR_TEXT
+    assert call.error is not None and call.error.startswith("incomplete JSON arguments")
+    assert message.blocks[0].complete is False
+    with pytest.raises(ValueError, match="no valid arguments"):
+        message.to_request()
+
+
+def test_call_cut_by_max_tokens_events_have_no_block_end() -> None:
+    result = run(CUT_BY_MAX_TOKENS, "gemini")
+    assert [type(e).__name__ for e in result.events[1:]] == [
+        "BlockStart",
+        "BlockDelta",
+        "MessageEnd",
+    ]
+    assert result.of(BlockDelta)[0].text == PAR_TEXT
+
+
+def test_call_cut_by_stop_is_incomplete_and_warns() -> None:
+    stream = gsse(opened(), args(PAR), chunk({"text": ""}, finish="STOP"))
+    message = sf.fold([stream], provider="gemini")
+    (call,) = message.tool_calls
+    assert (call.complete, call.arguments, call.arguments_json) == (False, None, PAR_TEXT)
+    # No complete call: the turn does not ask for tools.
+    assert message.finish_reason == "stop"
+    assert any("streamed function call is open" in w for w in message.warnings)
+    with pytest.raises(sf.ProtocolError) as info:
+        sf.fold([stream], provider="gemini", strict=True)
+    assert "streamed function call is open" in str(info.value)
+
+
+def test_input_ending_inside_a_call_keeps_what_arrived_in_the_partial() -> None:
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([CUT_BY_EOF], provider="gemini")
+    partial = info.value.partial
+    assert partial is not None and partial.complete is False
+    (call,) = partial.tool_calls
+    assert (call.complete, call.arguments, call.arguments_json) == (False, None, PAR_TEXT)
+    assert call.partial_arguments() == {"query": "weather in Par"}
+    assert call.error == "the stream ended before the call's arguments were complete"
+
+
+def test_error_chunk_inside_a_call_keeps_what_arrived_in_the_partial() -> None:
+    stream = gsse(opened(), args(PAR), {"error": {"code": 503, "message": "overloaded"}})
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([stream], provider="gemini")
+    partial = info.value.partial
+    assert partial is not None
+    (call,) = partial.tool_calls
+    assert (call.complete, call.arguments_json) == (False, PAR_TEXT)
+    assert call.partial_arguments() == {"query": "weather in Par"}
+
+
+def test_closed_streamed_call_then_finish_is_unchanged() -> None:
+    stream = gsse(opened(), args(PAR), args({"jsonPath": "$.query", "stringValue": "is"}), closed())
+    message = sf.fold([stream + gsse(chunk(finish="MAX_TOKENS"))], provider="gemini")
+    (call,) = message.tool_calls
+    assert (call.complete, call.error, call.arguments) == (
+        True,
+        None,
+        {"query": "weather in Paris"},
+    )
+    assert call.arguments_json == '{"query": "weather in Paris"}'
+    stop = sf.fold([stream + gsse(chunk(finish="STOP"))], provider="gemini", strict=True)
+    assert (stop.finish_reason, stop.tool_calls[0].complete) == ("tool_calls", True)
+    assert stop.to_request()["parts"][0]["functionCall"]["args"] == {"query": "weather in Paris"}
+
+
+def test_parallel_streamed_calls_one_open_at_finish() -> None:
+    stream = gsse(
+        opened("read_screen"),
+        args({"jsonPath": "$.id", "stringValue": "A"}),
+        closed(),
+        opened("write"),
+        args(
+            {"jsonPath": "$.path", "stringValue": "a.txt"},
+            {"jsonPath": "$.opts.mode", "numberValue": 420},
+            {"jsonPath": "$.opts.body", "stringValue": "hel", "willContinue": True},
+        ),
+        chunk(finish="MAX_TOKENS"),
+    )
+    message = sf.fold([stream], provider="gemini")
+    first, second = message.tool_calls
+    assert (first.name, first.complete, first.arguments) == ("read_screen", True, {"id": "A"})
+    assert (second.name, second.complete, second.arguments) == ("write", False, None)
+    assert second.arguments_json == '{"path": "a.txt", "opts": {"mode": 420, "body": "hel'
+    assert message.finish_reason == "length"
+    with pytest.raises(ValueError, match="no valid arguments"):
+        message.to_request()
+
+
+@pytest.mark.parametrize(
+    ("partial", "text"),
+    [
+        ((), "{"),  # opened, nothing arrived
+        (({"jsonPath": "$.q", "stringValue": "done"},), '{"q": "done"'),
+        (({"jsonPath": "$.n", "numberValue": 1.5},), '{"n": 1.5'),
+        (
+            ({"jsonPath": "$.lines[0]", "stringValue": "on", "willContinue": True},),
+            '{"lines": ["on',
+        ),
+        (  # written out of order: the members below the open level are whole
+            (
+                {"jsonPath": "$.lines[1]", "stringValue": "two"},
+                {"jsonPath": "$.lines[0]", "stringValue": "o", "willContinue": True},
+            ),
+            '{"lines": ["o", "two"',
+        ),
+        (
+            (
+                {"jsonPath": "$.a.b", "stringValue": "x"},
+                {"jsonPath": "$.c", "boolValue": True},
+                {"jsonPath": "$.a.d", "stringValue": "y", "willContinue": True},
+            ),
+            '{"a": {"b": "x", "d": "y"}, "c": true',
+        ),
+    ],
+)
+def test_cut_call_text_is_never_complete_json(partial: tuple[Any, ...], text: str) -> None:
+    stream = gsse(opened(), *([args(*partial)] if partial else []), chunk(finish="MAX_TOKENS"))
+    (call,) = sf.fold([stream], provider="gemini").tool_calls
+    assert (call.complete, call.arguments, call.arguments_json) == (False, None, text)
 
 
 def test_server_tool_and_media_parts() -> None:

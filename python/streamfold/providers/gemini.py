@@ -22,7 +22,10 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   opens it, ``{"partialArgs": [{"jsonPath", "stringValue"|"numberValue"|"boolValue"|
   "nullValue", "willContinue"}]}`` add to it (``stringValue`` pieces of one path concatenate)
   and ``{}`` closes it; the arguments assembled from the paths are sent as one ``BlockDelta``
-  (their JSON text) right before the ``BlockEnd``;
+  (their JSON text) right before the ``BlockEnd``. A call that never closes (``finishReason``
+  such as ``MAX_TOKENS`` inside it, an error chunk, the end of input) sends instead the JSON
+  text of what arrived left open (no closing brace, the string being streamed unquoted) and
+  no ``BlockEnd``: the fold reports it ``complete=False`` with that text, never as ``{}``;
 * ``executableCode`` / ``codeExecutionResult`` -> complete ``server_tool`` blocks with the part
   in ``data``; ``inlineData`` / ``fileData`` -> ``MediaAdded``;
 * ``finishReason`` -> ``BlockEnd`` of the open blocks, then ``MessageEnd``; a prompt blocked
@@ -144,6 +147,7 @@ class _Candidate:
         "args",
         "call",
         "citations",
+        "cursor",
         "ended",
         "index",
         "last_text",
@@ -159,6 +163,9 @@ class _Candidate:
         #: The Vertex call being streamed (-1: none) and its arguments so far.
         self.call = -1
         self.args: dict[str, Any] = {}
+        #: Where the last partialArgs value went, and whether that string is still streaming:
+        #: what stays open in the text of a call cut before its end.
+        self.cursor: tuple[list[str | int], bool] = ([], False)
         self.last_text: int | None = None
         #: Grounding already reported: chunks, and supports/citations by key.
         self.sources = 0
@@ -184,7 +191,7 @@ class Gemini(Provider):
         if chunk is None:
             return
         if "error" in chunk:
-            self._error(chunk["error"], frame)
+            self._error(chunk["error"], frame, out)
         try:
             finished: list[tuple[_Candidate, str]] | None = None
             for candidate in chunk.get("candidates") or ():
@@ -387,6 +394,7 @@ class Gemini(Provider):
         if call.get("willContinue"):
             state.call = block
             state.args = {}
+            state.cursor = ([], False)
             out.append(
                 BlockStart(
                     index=block,
@@ -432,6 +440,7 @@ class Gemini(Provider):
             else:
                 continue
             _set(state.args, path, value)
+            state.cursor = (path, value.__class__ is str and bool(arg.get("willContinue")))
 
     def _path(self, path: Any, frame: Any) -> list[str | int]:
         """``$.a.b[0]`` -> ``["a", "b", 0]``."""
@@ -464,6 +473,24 @@ class Gemini(Provider):
         state.args = {}
         out.append(text_delta(block, "tool_call", arguments, state.index, frame))
         out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+
+    def _cut_call(self, state: _Candidate, frame: Any, out: list[Event]) -> None:
+        """The streamed call ends without its closing ``{}``: its arguments so far go out as
+        JSON text left open and the block is not ended, so that the fold reports the call
+        incomplete (``error`` set, the text in ``arguments_json``) instead of whole."""
+        if state.call < 0:
+            return
+        block, state.call = state.call, -1
+        path, streaming = state.cursor
+        arguments = _open_json(state.args, path, streaming)
+        state.args = {}
+        state.cursor = ([], False)
+        out.append(text_delta(block, "tool_call", arguments, state.index, frame))
+
+    def finish(self, out: list[Event]) -> None:
+        # End of input inside a streamed call: keep what arrived for the partial message.
+        for state in self._candidates.values():
+            self._cut_call(state, None, out)
 
     # -- grounding --------------------------------------------------------------------------
 
@@ -519,18 +546,22 @@ class Gemini(Provider):
     def _finish(self, state: _Candidate, reason: str, frame: Any, out: list[Event]) -> None:
         if state.ended:
             return  # the same finishReason again
+        finish_reason = FINISH_REASONS.get(reason, "other")
         if state.call >= 0:
-            self.violation(
-                "finishReason while a streamed function call is open",
-                out,
-                event=frame.event,
-                raw=frame,
-            )
+            self._cut_call(state, frame, out)
+            # At the token limit a cut call is the expected truncation, not a broken rule.
+            if finish_reason != "length":
+                self.violation(
+                    "finishReason while a streamed function call is open",
+                    out,
+                    event=frame.event,
+                    raw=frame,
+                )
         self._close_prose(state, frame, out)
         state.ended = True
         out.append(
             MessageEnd(
-                finish_reason=FINISH_REASONS.get(reason, "other"),
+                finish_reason=finish_reason,
                 raw_finish_reason=reason,
                 choice=state.index,
                 raw=frame,
@@ -555,13 +586,15 @@ class Gemini(Provider):
             )
         )
 
-    def _error(self, error: Any, frame: Any) -> None:
+    def _error(self, error: Any, frame: Any, out: list[Event]) -> None:
         if error.__class__ is not dict:
             error = {"message": str(error)}
         code = error.get("status")
         if code is None:
             code = error.get("code")
         message = error.get("message")
+        for state in self._candidates.values():
+            self._cut_call(state, frame, out)  # the error's partial keeps what arrived
         self.terminal_seen = True
         raise StreamError(
             str(message) if message is not None else "error chunk",
@@ -585,6 +618,38 @@ def _get(root: Any, path: list[str | int]) -> Any:
                 return None
             node = node.get(step)
     return node
+
+
+def _open_json(args: dict[str, Any], path: list[str | int], streaming: bool) -> str:
+    """JSON text of a call's arguments left open as a cut stream leaves it: the containers
+    down ``path`` (where the last value went) unclosed and, if ``streaming``, the string at
+    ``path`` unquoted. The root object always stays open, so the text never reads as a
+    complete value."""
+    if not path:  # nothing placed yet
+        return json.dumps(args, ensure_ascii=False)[:-1]
+    return _open_value(args, path, streaming)
+
+
+def _open_value(node: Any, path: list[str | int], streaming: bool) -> str:
+    """``node`` as JSON text, open along ``path`` while it leads through the last member of
+    each level. A level it leaves through an earlier member (values that came out of order)
+    stays open with its members whole."""
+    if not path:
+        text = json.dumps(node, ensure_ascii=False)
+        return text[:-1] if streaming and node.__class__ is str else text
+    step, rest = path[0], path[1:]
+    if node.__class__ is dict and node and step == next(reversed(node)):
+        whole = [
+            f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}"
+            for k, v in itertools.islice(node.items(), len(node) - 1)
+        ]
+        last = f"{json.dumps(step, ensure_ascii=False)}: {_open_value(node[step], rest, streaming)}"
+        return "{" + ", ".join([*whole, last])
+    if node.__class__ is list and node and step == len(node) - 1:
+        whole = [json.dumps(v, ensure_ascii=False) for v in node[:-1]]
+        return "[" + ", ".join([*whole, _open_value(node[-1], rest, streaming)])
+    text = json.dumps(node, ensure_ascii=False)
+    return text[:-1] if node.__class__ in (dict, list) else text
 
 
 def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
