@@ -143,6 +143,29 @@ def test_whole_calls_without_index_are_separate_calls() -> None:
     assert result.of(MessageEnd)[0].finish_reason == "tool_calls"
 
 
+def test_empty_ids_on_fragments_continue_the_call() -> None:
+    # OpenAI-compatible hosts (Alibaba Qwen/DashScope) send "id": "" and "name": "" on every
+    # fragment after the first: no id, so not a new call.
+    def entry(arguments: str, id: str = "", name: str = "") -> dict[str, Any]:
+        function = {"name": name, "arguments": arguments}
+        return {"index": 0, "id": id, "type": "function", "function": function}
+
+    stream = sse(
+        chunk(choice(tool_calls=[entry("", "call_1", "get_weather")])),
+        chunk(choice(tool_calls=[entry('{"city": ')])),
+        chunk(choice(tool_calls=[entry('"Paris"}')])),
+        chunk(choice(finish="tool_calls")),
+        "[DONE]",
+    )
+    result = run(stream, "mistral")
+    assert result.error is None and result.warnings == []
+    assert run([stream[i : i + 7] for i in range(0, len(stream), 7)], "mistral") == result
+    message = sf.fold([stream], provider="mistral")
+    assert [(c.id, c.name, c.arguments, c.complete) for c in message.tool_calls] == [
+        ("call_1", "get_weather", {"city": "Paris"}, True)
+    ]
+
+
 def test_unparseable_whole_arguments_are_kept_as_text() -> None:
     calls = [{"id": "x1", "function": {"name": "f", "arguments": '{"a": '}}]
     result = run(

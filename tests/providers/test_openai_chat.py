@@ -300,6 +300,86 @@ def test_a_new_id_on_a_reused_index_is_a_new_call() -> None:
     assert [(b.id, b.text) for b in blocks] == [("call_1", '{"a": 1}'), ("call_2", '{"b": 2}')]
 
 
+def qwen_call(index: int, arguments: str, id: str = "", name: str = "") -> dict[str, Any]:
+    """A tool-call entry as Alibaba Qwen/DashScope streams it: every fragment after the first
+    carries ``"id": ""`` and ``"name": ""``."""
+    function = {"name": name, "arguments": arguments}
+    return {"index": index, "id": id, "type": "function", "function": function}
+
+
+#: Two calls streamed side by side, their fragments interleaved, every later one with an empty
+#: id and name; the first arguments fragment is empty, as DashScope sends it.
+QWEN_PARALLEL = sse(
+    chunk(choice(role="assistant", content="")),
+    chunk(choice(tool_calls=[qwen_call(0, "", "call_a", "get_weather")])),
+    chunk(choice(tool_calls=[qwen_call(0, '{"city": ')])),
+    chunk(choice(tool_calls=[qwen_call(1, '{"tz": "', "call_b", "get_time")])),
+    chunk(choice(tool_calls=[qwen_call(0, '"Paris"')])),
+    chunk(choice(tool_calls=[qwen_call(1, "CET")])),
+    chunk(choice(tool_calls=[qwen_call(1, '"}'), qwen_call(0, "}")])),
+    *(chunk(choice(tool_calls=[qwen_call(1, "")])) for _ in range(2)),
+    chunk(choice(finish="tool_calls")),
+    "[DONE]",
+)
+
+
+def test_empty_id_and_name_on_fragments_continue_the_call() -> None:
+    stream = sse(
+        chunk(choice(role="assistant", content="")),
+        chunk(choice(tool_calls=[qwen_call(0, "", "call_1", "get_weather")])),
+        chunk(choice(tool_calls=[qwen_call(0, '{"city": ')])),
+        chunk(choice(tool_calls=[qwen_call(0, '"Paris"}')])),
+        chunk(choice(finish="tool_calls")),
+        "[DONE]",
+    )
+    result = run(stream, "openai")
+    assert result.error is None and result.warnings == []
+    assert [(s.id, s.name) for s in result.of(BlockStart)] == [("call_1", "get_weather")]
+    message = sf.fold([stream], provider="openai")
+    assert [(c.id, c.name, c.arguments, c.complete) for c in message.tool_calls] == [
+        ("call_1", "get_weather", {"city": "Paris"}, True)
+    ]
+
+
+@given(st.lists(st.integers(0, len(QWEN_PARALLEL)), max_size=40))
+def test_qwen_parallel_calls_with_empty_ids_fold_alike_in_any_pieces(cuts: list[int]) -> None:
+    pieces = split_at(QWEN_PARALLEL, cuts)
+    result = run(pieces, "openai")
+    assert result.error is None and result.warnings == []
+    assert result.events == run(QWEN_PARALLEL, "openai").events
+    message = sf.fold(pieces, provider="openai")
+    assert [(c.id, c.name, c.arguments, c.complete) for c in message.tool_calls] == [
+        ("call_a", "get_weather", {"city": "Paris"}, True),
+        ("call_b", "get_time", {"tz": "CET"}, True),
+    ]
+    assert message.finish_reason == "tool_calls"
+
+
+def test_a_new_id_after_empty_id_fragments_is_still_a_new_call() -> None:
+    stream = sse(
+        chunk(choice(tool_calls=[qwen_call(0, "", "call_1", "f")])),
+        *(chunk(choice(tool_calls=[qwen_call(0, part)])) for part in ('{"a"', ": 1}")),
+        chunk(choice(tool_calls=[qwen_call(0, "", "call_2", "g")])),
+        *(chunk(choice(tool_calls=[qwen_call(0, part)])) for part in ('{"b"', ": 2}")),
+        chunk(choice(finish="tool_calls")),
+    )
+    message = sf.fold([stream], provider="openai")
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("call_1", "f", {"a": 1}),
+        ("call_2", "g", {"b": 2}),
+    ]
+
+
+def test_an_empty_id_never_names_a_call_and_never_starts_one_alone() -> None:
+    # A call whose first fragment has an empty id is a call without one (not id "").
+    named = sse(chunk(choice(tool_calls=[qwen_call(0, "{}", name="f")])))
+    assert [(s.id, s.name) for s in run(named, "openai").of(BlockStart)] == [(None, "f")]
+    # Empty id and name at an index never started: a fragment of nothing, as with no id.
+    orphan = run(sse(chunk(choice(tool_calls=[qwen_call(2, '{"a"')]))), "openai")
+    assert isinstance(orphan.error, sf.ProtocolError)
+    assert "never started" in str(orphan.error)
+
+
 def test_deprecated_function_call_delta() -> None:
     stream = sse(
         chunk(choice(function_call={"name": "f", "arguments": ""})),

@@ -25,7 +25,9 @@ How each part maps to events:
 * ``delta.tool_calls[k]`` -> a ``tool_call`` block keyed by ``(choice, k.index)``; the indices
   may start above 0, be sparse and interleave. ``id`` and ``name`` come on the first fragment
   only; an entry whose ``id`` differs from the call its index points at starts a new call
-  (hosts that reuse index 0). Argument fragments become ``BlockDelta`` texts;
+  (hosts that reuse index 0). An empty ``id`` or ``name`` is none: Alibaba Qwen/DashScope and
+  other hosts send ``"id": ""`` and ``"name": ""`` on every later fragment of a call.
+  Argument fragments become ``BlockDelta`` texts;
 * ``choices[].logprobs`` -> ``BlockDelta.logprobs`` of the delta made from the same choice
   (a ``Notice(kind="logprobs")`` when the chunk carried no text);
 * ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageEnd``;
@@ -111,8 +113,18 @@ TEXT_FIELDS: tuple[tuple[str, BlockKind], ...] = (
 #: How many chunk templates are kept besides the first one tried.
 SPARE_TEMPLATES = 4
 
+#: The keys a tool-call argument fragment may have for a template to be learned from it.
+CALL_FRAGMENT_KEYS = frozenset(("index", "function", "id", "type"))
+
 #: Kinds of Mistral ``content`` chunks that carry text.
 CHUNK_KINDS: dict[str, BlockKind] = {"text": "text", "thinking": "reasoning"}
+
+
+def _given(value: Any) -> Any:
+    """``value``, or ``None`` for ``""``. OpenAI-compatible hosts (Alibaba Qwen/DashScope…)
+    send ``"id": ""`` and ``"name": ""`` on every continuation fragment of a tool call: taken
+    at face value, each such fragment would differ from the call's id and start a new call."""
+    return None if value == "" else value
 
 
 def _int(value: Any) -> int | None:
@@ -159,6 +171,29 @@ def _one_text(delta: dict[str, Any]) -> tuple[str, BlockKind, str] | None:
                 return None
             found = key, kind, value
     return found
+
+
+def _continued_block(state: _Choice, call: Any) -> int | None:
+    """The open block of the call a ``tool_calls`` entry only continues, if it is a plain
+    argument fragment: ``index``, string ``arguments`` and otherwise at most an empty ``id`` and
+    ``name`` and a ``type`` (Qwen/DashScope's fragments), all of which ``_tool_call`` ignores
+    for a known call. A template learned from it then reads as ``_tool_call`` does; any other
+    entry (an id, which may start a new call) is never learned."""
+    if call.__class__ is not dict or not call.keys() <= CALL_FRAGMENT_KEYS or "index" not in call:
+        return None
+    function = call.get("function")
+    if (
+        function.__class__ is not dict
+        or not function.keys() <= {"arguments", "name"}
+        or function.get("arguments").__class__ is not str
+        or function.get("name", "") != ""
+        or call.get("id", "") != ""
+    ):
+        return None
+    known = state.calls.get(call["index"])
+    if known is None or known[0] not in state.open_calls:
+        return None
+    return known[0]
 
 
 def _with_delta(chunk: dict[str, Any], choice: dict[str, Any], delta: Any) -> dict[str, Any]:
@@ -392,27 +427,16 @@ class OpenAIChat(Provider):
             def expected(probe: str) -> dict[str, Any]:
                 return _with_delta(chunk, choice, {**delta, key: probe})
 
-        elif (
-            len(delta) == 1
-            and calls.__class__ is list
-            and len(calls) == 1
-            and calls[0].keys() == {"index", "function"}
-        ):
+        elif len(delta) == 1 and calls.__class__ is list and len(calls) == 1:
             call = calls[0]
-            function = call["function"]
-            known = state.calls.get(call["index"])
-            if (
-                function.__class__ is not dict
-                or function.keys() != {"arguments"}
-                or function["arguments"].__class__ is not str
-                or known is None
-                or known[0] not in state.open_calls
-            ):
+            continued = _continued_block(state, call)
+            if continued is None:
                 return
-            key, kind, text, block = "arguments", "tool_call", function["arguments"], known[0]
+            function = call["function"]
+            key, kind, text, block = "arguments", "tool_call", function["arguments"], continued
 
             def expected(probe: str) -> dict[str, Any]:
-                entry = {"index": call["index"], "function": {"arguments": probe}}
+                entry = {**call, "function": {**function, "arguments": probe}}
                 return _with_delta(chunk, choice, {"tool_calls": [entry]})
 
         else:
@@ -644,16 +668,17 @@ class OpenAIChat(Provider):
         self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
     ) -> None:
         """One ``tool_calls`` entry, keyed by ``index`` (else ``id``)."""
-        call_id = call.get("id")
+        call_id = _given(call.get("id"))
         key = call.get("index")
         if key is None:
             key = call_id
         function = call.get("function") or {}
+        name = _given(function.get("name"))
         arguments = function.get("arguments")
         known = state.calls.get(key) if key is not None else None
         if known is not None and (call_id is None or call_id == known[1]):
             block = known[0]
-        elif known is None and call_id is None and function.get("name") is None:
+        elif known is None and call_id is None and name is None:
             if key is None and state.last_call >= 0:
                 block = state.last_call  # no index, no id: continues the latest call
             else:
@@ -664,9 +689,7 @@ class OpenAIChat(Provider):
                     raw=frame,
                 )
         else:
-            block = self._open(
-                state, "tool_call", frame, out, id=call_id, name=function.get("name")
-            )
+            block = self._open(state, "tool_call", frame, out, id=call_id, name=name)
             state.calls[key if key is not None else ("block", block)] = (block, call_id)
             state.open_calls.append(block)
             state.last_call = block
@@ -739,9 +762,9 @@ class Mistral(OpenAIChat):
     def _tool_call(
         self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
     ) -> None:
-        call_id = call.get("id")
-        if call_id is None or call_id == "null":  # the SDK's default id
-            # A fragment of a call streamed OpenAI-style (the seed's example).
+        call_id = _given(call.get("id"))
+        if call_id is None or call_id == "null":  # no id, or the SDK's default one
+            # A fragment of a call streamed OpenAI-style (the seed's example, Qwen's "id": "").
             super()._tool_call(state, {**call, "id": None}, frame, out)
             return
         function = call.get("function") or {}
