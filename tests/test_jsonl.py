@@ -42,6 +42,15 @@ def test_values_parse_as_json_loads_does() -> None:
     assert decode(b'{"k": 1, "k": 2}\n') == [{"k": 2}], "the last duplicate key wins"
 
 
+def test_lone_surrogate_escapes_are_kept_as_json_loads_keeps_them() -> None:
+    # A server that cuts its text by UTF-16 units ends a piece inside an emoji: jiter refuses
+    # the lone half, json.loads (what the SDKs use) keeps it; the line after is still read.
+    lines = [b'{"text": "Hi \\ud83d"}', b'{"text": "\\ude00!"}', b'["\\udbff\\udbff"]']
+    stream = b"\n".join(lines) + b"\n"
+    assert decode(stream) == [json.loads(line) for line in lines]
+    assert decode(stream)[0] == {"text": "Hi \ud83d"}
+
+
 def test_blank_and_whitespace_only_lines_are_skipped() -> None:
     assert decode(b"\n\n1\n   \n\t\n\r\n2\n\n") == [1, 2]
 

@@ -12,9 +12,9 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
+use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
@@ -34,6 +34,32 @@ pub fn parse_json<'py>(
         ..jiter::PythonParse::default()
     }
     .python_parse(py, text)
+}
+
+static JSON_LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `json.loads(text)`, for a text jiter refused: `Ok(None)` when `json.loads` refuses it too.
+///
+/// jiter refuses a few texts `json.loads` accepts, chiefly a lone surrogate escape
+/// (`"\ud83d"`: a server that cuts its text by UTF-16 units sends one when a token ends
+/// inside an emoji) and nesting deeper than 200. The SDKs parse with `json.loads`, so a stream
+/// they read must not abort here. Only a payload jiter refused pays for the second parse.
+#[cold]
+pub fn loads_fallback<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match JSON_LOADS.import(py, "json", "loads")?.call1((text,)) {
+        Ok(value) => Ok(Some(value)),
+        // Not JSON (`JSONDecodeError`, an integer over the digit limit) or nested past the
+        // recursion limit: the caller reports jiter's error. Anything else (memory) is raised.
+        Err(e)
+            if e.is_instance_of::<PyValueError>(py) || e.is_instance_of::<PyRecursionError>(py) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Borrow the bytes of a chunk; `bytes` is not copied. A `str` is refused with a clear message.
@@ -135,23 +161,15 @@ impl ServerSentEvent {
     }
 
     /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
+    /// Lone surrogate escapes are kept, as `json.loads` keeps them (see `loads_fallback`).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let raw = self.raw_bytes(py);
         let text = decode_lossy(&raw);
-        parse_json(py, text.as_bytes()).map_err(|e| {
-            let msg = format!(
-                "data of event {:?} is not valid JSON: {} at byte {} of the data",
-                self.event.bind(py).to_string(),
-                e.error_type,
-                e.index
-            );
-            make_error(
-                py,
-                "ProtocolError",
-                &msg,
-                &[("event", self.event.bind(py).clone().into_any())],
-            )
-        })
+        match parse_json(py, text.as_bytes()) {
+            Ok(value) => Ok(value),
+            // `data` is the same lossy decoding of the bytes as `text`.
+            Err(e) => loads_fallback(py, &self.data(py))?.ok_or_else(|| self.not_json(py, &e)),
+        }
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
@@ -187,6 +205,23 @@ impl ServerSentEvent {
 }
 
 impl ServerSentEvent {
+    /// The `ProtocolError` of a payload that is not JSON, placed by jiter's error.
+    #[cold]
+    fn not_json(&self, py: Python<'_>, e: &jiter::JsonError) -> PyErr {
+        let msg = format!(
+            "data of event {:?} is not valid JSON: {} at byte {} of the data",
+            self.event.bind(py).to_string(),
+            e.error_type,
+            e.index
+        );
+        make_error(
+            py,
+            "ProtocolError",
+            &msg,
+            &[("event", self.event.bind(py).clone().into_any())],
+        )
+    }
+
     /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
     /// Python reads it through `fastcall`'s getter.
     pub(crate) fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
@@ -675,6 +710,30 @@ fn line_exception<'py>(py: Python<'py>, err: LineError, values: Bound<'py, PyLis
     make_error(py, "ProtocolError", &message, &kwargs)
 }
 
+/// The value of one line, or its `LineError` when it is not JSON. Lone surrogate escapes are
+/// kept, as `json.loads` keeps them (see `loads_fallback`); a line that is not UTF-8 stays an
+/// error. `Err`: a Python error while parsing (out of memory).
+fn line_value(py: Python<'_>, line: &jsonl::Line<'_>) -> PyResult<Item<LineError>> {
+    let error = match parse_json(py, line.bytes) {
+        Ok(value) => return Ok(Item::Frame(value.unbind())),
+        Err(e) => e,
+    };
+    if let Ok(text) = std::str::from_utf8(line.bytes) {
+        if let Some(value) = loads_fallback(py, &PyString::new(py, text))? {
+            return Ok(Item::Frame(value.unbind()));
+        }
+    }
+    let offset = line.offset + error.index as u64;
+    Ok(Item::Error(LineError::Json {
+        line: line.number,
+        offset,
+        message: format!(
+            "line {} is not JSON: {} at byte {} of the line (stream offset {offset})",
+            line.number, error.error_type, error.index,
+        ),
+    }))
+}
+
 struct JsonLinesState {
     decoder: jsonl::JsonLinesDecoder,
     backlog: Vec<Item<LineError>>,
@@ -701,19 +760,9 @@ impl JsonLinesDecoder {
         }
         let mut out = Outbox::new(std::mem::take(&mut state.backlog), 0);
         let mut sink = |frame: jsonl::Frame<'_>| match frame {
-            Ok(line) => match parse_json(py, line.bytes) {
-                Ok(value) => out.push(Item::Frame(value.unbind())),
-                Err(e) => out.push(Item::Error(LineError::Json {
-                    line: line.number,
-                    offset: line.offset + e.index as u64,
-                    message: format!(
-                        "line {} is not JSON: {} at byte {} of the line (stream offset {})",
-                        line.number,
-                        e.error_type,
-                        e.index,
-                        line.offset + e.index as u64
-                    ),
-                })),
+            Ok(line) => match line_value(py, &line) {
+                Ok(item) => out.push(item),
+                Err(failure) => out.push_frame(Err(failure)),
             },
             Err(e) => out.push(Item::Error(LineError::Frame(e))),
         };

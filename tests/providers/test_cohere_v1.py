@@ -424,3 +424,12 @@ def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bo
 @given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
 def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
     check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)
+
+
+def test_a_lone_surrogate_escape_in_a_line_does_not_end_the_stream() -> None:
+    halves = ["Hi \ud83d", "\ude00!"]  # an emoji cut between its UTF-16 halves
+    stream = jsonl(START, *(ev("text-generation", text=t) for t in halves), stream_end())
+    for pieces in ([stream], bytewise(stream)):
+        result = run(pieces, P)
+        assert result.error is None
+        assert [e.text for e in result.of(BlockDelta)] == halves

@@ -551,6 +551,26 @@ async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
 # -- the unparsed fast path for the common chunk ------------------------------------------------
 
 
+#: An emoji cut between its UTF-16 halves (a server splitting text by UTF-16 units): each
+#: chunk holds a lone surrogate escape, which json.loads (what the SDKs use) accepts.
+SPLIT_EMOJI = [
+    '{"choices":[{"index":0,"delta":{"content":"Hi \\ud83d"}}]}',
+    '{"choices":[{"index":0,"delta":{"content":"\\ude00!"}}]}',
+    '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+]
+
+
+@given(st.lists(st.integers(0, 300), max_size=20))
+def test_a_lone_surrogate_escape_does_not_abort_the_stream(cuts: list[int]) -> None:
+    stream = sse(*SPLIT_EMOJI, "[DONE]")
+    pieces = split_at(stream, cuts)
+    wanted = [json.loads(c)["choices"][0]["delta"].get("content") for c in SPLIT_EMOJI[:2]]
+    result = run(pieces, "openai")
+    assert result.error is None
+    assert [e.text for e in result.of(BlockDelta)] == wanted == ["Hi \ud83d", "\ude00!"]
+    assert sf.fold(pieces, provider="openai").text == "".join(wanted)
+
+
 def test_text_delta_builds_the_same_event_as_the_constructor() -> None:
     fast = text_delta(3, "text", "hé", 1, "frame")
     slow = BlockDelta(index=3, kind="text", text="hé", choice=1, raw="frame")
