@@ -293,6 +293,8 @@ class Anthropic(Provider):
     def _learn(
         self, frame: Any, payload: dict[str, Any], field: str, text: str, index: int
     ) -> None:
+        if not self.templates:
+            return
         self._learns += 1
         delta = payload["delta"]
 

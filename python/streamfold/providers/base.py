@@ -46,6 +46,10 @@ class Provider(ABC):
         self.terminal_seen = False
         #: The provider's resume cursor (Clouisle ``sequence``, Responses ``sequence_number``).
         self.sequence: int | None = None
+        #: Whether the provider may learn chunk templates (``_chunk_template``) to read its
+        #: commonest payloads without a parse. Off, every payload is parsed: the slow, plainly
+        #: correct reading that the tests compare the templated one with.
+        self.templates = True
         #: Set by ``fold`` only: ``text_sink(choice, index)`` is the folder's direct ``append``
         #: for the text of that block (or ``None``), which a provider may call for a text delta
         #: instead of making the event, but only while ``out`` is empty: events made before

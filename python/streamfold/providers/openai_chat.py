@@ -405,7 +405,8 @@ class OpenAIChat(Provider):
         already open: a block's first chunk often differs (``role``), and a stream of a few
         chunks would not repay the learning."""
         if (
-            len(chunk["choices"]) != 1
+            not self.templates
+            or len(chunk["choices"]) != 1
             or choice.get("finish_reason") is not None
             or _logprobs(choice) is not None
             or chunk.get("usage")
