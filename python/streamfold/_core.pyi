@@ -7,6 +7,7 @@ __all__ = [
     "JsonAccumulator",
     "JsonChange",
     "JsonLinesDecoder",
+    "NumberedCut",
     "SSEDecoder",
     "ServerSentEvent",
     "SlotBuilder",
@@ -119,3 +120,21 @@ class TemplateCut:
         padding_end: bytes | None = None,
     ) -> TemplateCut: ...
     def read(self, frame: object) -> str | None: ...
+
+@final
+class NumberedCut:
+    """``NumberedCut(prefix, middle, rest).read(frame)``: ``(number, body)`` of a frame whose data
+    is ``prefix`` + an unsigned integer as JSON writes it (at most 2**64 - 1) + ``middle`` + a
+    JSON string body + ``rest`` (padded as for ``TemplateCut``), else ``None``; with ``middle``
+    ``None``, the data has no number (``prefix`` + body + ``rest``) and ``number`` is ``None``
+    (see ``providers/_chunk_template``)."""
+
+    def __new__(
+        cls,
+        prefix: bytes,
+        middle: bytes | None,
+        rest: bytes,
+        padded_end: bool = False,
+        padding_end: bytes | None = None,
+    ) -> NumberedCut: ...
+    def read(self, frame: object) -> tuple[int | None, str] | None: ...

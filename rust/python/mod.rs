@@ -18,7 +18,7 @@ mod _core {
     #[pymodule_export]
     use super::sse::{JsonLinesDecoder, SSEDecoder, ServerSentEvent};
     #[pymodule_export]
-    use super::template::TemplateCut;
+    use super::template::{NumberedCut, TemplateCut};
     #[pymodule_export]
     use super::text::bench_str_from_utf8;
 

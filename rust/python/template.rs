@@ -1,24 +1,44 @@
-//! `TemplateCut`: the hot half of `providers/_chunk_template.py` in one call per frame.
+//! `TemplateCut`, `NumberedCut`: the hot half of `providers/_chunk_template.py` in one call per
+//! frame (the byte cuts themselves are in `crate::template`).
 //!
 //! A learned chunk template is `prefix` + JSON string body + `rest`. Checking a payload against
 //! it from Python costs a handful of method calls (compare, compare, slice, decode, scans), and
 //! on the interpreter each call costs more than the memory compares themselves. This does the
 //! common case at once on the frame's bytes and answers only when the answer is sure; every
-//! other payload gets `None` and goes through the Python reader, which decides it fully.
+//! other payload gets `None` and goes through the Python reader (for `NumberedCut`, the JSON
+//! parse), which decides it fully.
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use super::sse::ServerSentEvent;
+use crate::template::{cut, cut_numbered, End};
 
 /// `TemplateCut(prefix, rest).read(frame)`: the body between `prefix` and `rest` of the frame's
 /// data as a `str`, when the data is exactly `prefix` + body + `rest` (or one of the padded
-/// shapes, see the fields) and the body is a plain
+/// shapes, see [`Shape`]) and the body is a plain
 /// JSON string body (not empty, valid UTF-8, no quote, no backslash, every character printable
 /// by `str.isprintable`) or one with escapes that `decode_body` decodes; else `None`.
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct TemplateCut {
+    shape: Shape,
+}
+
+/// `NumberedCut(prefix, middle, rest).read(frame)`: `(number, body)` of a frame whose data is
+/// `prefix` + an unsigned integer as JSON writes it (no sign, fraction or leading zero; at most
+/// `u64::MAX`) + `middle` + body + `rest` (or a padded shape), the body read as `TemplateCut`
+/// reads it; else `None`. Without `middle` the template has no number: the data is `prefix` +
+/// body + `rest` and the number is `None`. `OpenAI` Responses numbers every event
+/// (`sequence_number`), so its deltas differ in a number besides their text.
+#[pyclass(frozen, module = "streamfold._core")]
+pub struct NumberedCut {
+    shape: Shape,
+    middle: Option<Py<PyBytes>>,
+}
+
+/// The fixed parts of a template around its body.
+struct Shape {
     prefix: Py<PyBytes>,
     rest: Py<PyBytes>,
     /// The payload ends in spaces and one `}` after `rest` (Anthropic pads its JSON so), and
@@ -30,12 +50,28 @@ pub struct TemplateCut {
     padding_end: Option<Py<PyBytes>>,
 }
 
-/// How a payload ends after the body.
-#[derive(Clone, Copy)]
-enum End<'a> {
-    Exact,
-    Spaces,
-    PaddingValue(&'a [u8]),
+impl Shape {
+    fn new(
+        prefix: Bound<'_, PyBytes>,
+        rest: Bound<'_, PyBytes>,
+        padded_end: bool,
+        padding_end: Option<Bound<'_, PyBytes>>,
+    ) -> Self {
+        Shape {
+            prefix: prefix.unbind(),
+            rest: rest.unbind(),
+            padded_end,
+            padding_end: padding_end.map(Bound::unbind),
+        }
+    }
+
+    fn end<'a>(&'a self, py: Python<'a>) -> End<'a> {
+        match (&self.padding_end, self.padded_end) {
+            (Some(tail), _) => End::PaddingValue(tail.as_bytes(py)),
+            (None, true) => End::Spaces,
+            (None, false) => End::Exact,
+        }
+    }
 }
 
 #[pymethods]
@@ -49,10 +85,7 @@ impl TemplateCut {
         padding_end: Option<Bound<'_, PyBytes>>,
     ) -> Self {
         TemplateCut {
-            prefix: prefix.unbind(),
-            rest: rest.unbind(),
-            padded_end,
-            padding_end: padding_end.map(Bound::unbind),
+            shape: Shape::new(prefix, rest, padded_end, padding_end),
         }
     }
 
@@ -67,83 +100,93 @@ impl TemplateCut {
             return Ok(None); // not ours to read: the Python reader decides
         };
         let raw = frame.get().raw_bytes(py);
-        let (prefix, rest) = (self.prefix.as_bytes(py), self.rest.as_bytes(py));
-        let end = match (&self.padding_end, self.padded_end) {
-            (Some(tail), _) => End::PaddingValue(tail.as_bytes(py)),
-            (None, true) => End::Spaces,
-            (None, false) => End::Exact,
-        };
-        let Some((body, value)) = cut(&raw, prefix, rest, end) else {
-            return Ok(None);
-        };
-        if !value.is_empty() && !value.iter().all(u8::is_ascii_alphanumeric) {
-            // Python's `isalnum`, which takes letters and digits of every script.
-            let Ok(value) = std::str::from_utf8(value) else {
-                return Ok(None);
-            };
-            let value = PyString::new(py, value);
-            if !value.call_method0(intern!(py, "isalnum"))?.is_truthy()? {
-                return Ok(None);
-            }
+        let shape = &self.shape;
+        let (prefix, rest) = (shape.prefix.as_bytes(py), shape.rest.as_bytes(py));
+        match cut(&raw, prefix, rest, shape.end(py)) {
+            Some((body, value)) => text(py, body, value),
+            None => Ok(None),
         }
-        let mut ascii = true;
-        for &b in body {
-            match b {
-                b'"' | b'\\' => return Ok(escaped_body(py, body)),
-                0..=0x1f | 0x7f => return Ok(None),
-                0x80.. => ascii = false,
-                _ => {}
-            }
-        }
-        let Ok(text) = std::str::from_utf8(body) else {
-            return Ok(None);
-        };
-        let text = PyString::new(py, text);
-        // Python's notion of printable (U+2028, format characters, unassigned code points…),
-        // asked only when the body has a character beyond ASCII.
-        if !ascii && !text.call_method0(intern!(py, "isprintable"))?.is_truthy()? {
-            return Ok(None);
-        }
-        Ok(Some(text))
     }
 }
 
-/// The body of `raw` between `prefix` and `rest`, and the padding value (empty when there is
-/// none), if `raw` has that shape and the body is not empty. Padded (spaces or a value), the
-/// body ends at the first `rest`; should that lie inside the real body (after an escaped
-/// quote), the body cut there ends in an odd run of backslashes and is refused as a body
-/// later, as in Python.
-fn cut<'r>(
-    raw: &'r [u8],
-    prefix: &[u8],
-    rest: &[u8],
-    end: End<'_>,
-) -> Option<(&'r [u8], &'r [u8])> {
-    let after_prefix = raw.strip_prefix(prefix)?;
-    let (body, value): (&[u8], &[u8]) = match end {
-        End::Exact => (after_prefix.strip_suffix(rest)?, &[]),
-        End::Spaces => {
-            let (&b'}', head) = raw.split_last()? else {
-                return None;
-            };
-            let end = memchr::memmem::find(after_prefix, rest)?;
-            let after = prefix.len() + end + rest.len();
-            if after > head.len() || head[after..].iter().any(|&b| b != b' ') {
-                return None;
-            }
-            (&after_prefix[..end], &[])
+#[pymethods]
+impl NumberedCut {
+    #[new]
+    #[pyo3(signature = (prefix, middle, rest, padded_end = false, padding_end = None))]
+    fn new(
+        prefix: Bound<'_, PyBytes>,
+        middle: Option<Bound<'_, PyBytes>>,
+        rest: Bound<'_, PyBytes>,
+        padded_end: bool,
+        padding_end: Option<Bound<'_, PyBytes>>,
+    ) -> Self {
+        NumberedCut {
+            shape: Shape::new(prefix, rest, padded_end, padding_end),
+            middle: middle.map(Bound::unbind),
         }
-        End::PaddingValue(tail) => {
-            let end = memchr::memmem::find(after_prefix, rest)?;
-            let value_and_tail = &after_prefix[end + rest.len()..];
-            let value_end = memchr::memchr(b'"', value_and_tail)?;
-            if &value_and_tail[value_end..] != tail {
-                return None;
-            }
-            (&after_prefix[..end], &value_and_tail[..value_end])
+    }
+
+    /// Named, as `TemplateCut.read` is, for the same reason.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
+        let Ok(frame) = frame.cast::<ServerSentEvent>() else {
+            return Ok(None); // not ours to read: the payload is parsed
+        };
+        let raw = frame.get().raw_bytes(py);
+        let shape = &self.shape;
+        let (prefix, rest) = (shape.prefix.as_bytes(py), shape.rest.as_bytes(py));
+        let end = shape.end(py);
+        let found = match &self.middle {
+            Some(middle) => cut_numbered(&raw, prefix, middle.as_bytes(py), rest, end)
+                .map(|(number, body, value)| (Some(number), body, value)),
+            None => cut(&raw, prefix, rest, end).map(|(body, value)| (None, body, value)),
+        };
+        let Some((number, body, value)) = found else {
+            return Ok(None);
+        };
+        Ok(text(py, body, value)?.map(|text| (number, text)))
+    }
+}
+
+/// The text of a cut `body` whose padding value is `value` (empty when there is none): `None`
+/// when the value is not alphanumeric (Python's `isalnum`) or the body is not one this reads
+/// (see `TemplateCut`). Always inlined into both readers, as it was into `TemplateCut.read`
+/// alone: a plain `#[inline]` left it a call (measured under callgrind).
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn text<'py>(py: Python<'py>, body: &[u8], value: &[u8]) -> PyResult<Option<Bound<'py, PyString>>> {
+    if !value.is_empty() && !value.iter().all(u8::is_ascii_alphanumeric) {
+        // Python's `isalnum`, which takes letters and digits of every script.
+        let Ok(value) = std::str::from_utf8(value) else {
+            return Ok(None);
+        };
+        let value = PyString::new(py, value);
+        if !value.call_method0(intern!(py, "isalnum"))?.is_truthy()? {
+            return Ok(None);
         }
+    }
+    let mut ascii = true;
+    for &b in body {
+        match b {
+            b'"' | b'\\' => return Ok(escaped_body(py, body)),
+            0..=0x1f | 0x7f => return Ok(None),
+            0x80.. => ascii = false,
+            _ => {}
+        }
+    }
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Ok(None);
     };
-    (!body.is_empty()).then_some((body, value))
+    let text = PyString::new(py, text);
+    // Python's notion of printable (U+2028, format characters, unassigned code points…),
+    // asked only when the body has a character beyond ASCII.
+    if !ascii && !text.call_method0(intern!(py, "isprintable"))?.is_truthy()? {
+        return Ok(None);
+    }
+    Ok(Some(text))
 }
 
 /// A body with a quote or a backslash: its text as `decode_body` gives it (`json.loads` of the

@@ -4,6 +4,8 @@ result: every stream gives the same events, or the same error, with templates as
 from __future__ import annotations
 
 import json
+import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,12 +15,13 @@ from hypothesis import strategies as st
 import streamfold as sf
 from streamfold._core import SSEDecoder
 from streamfold.pipeline import Pipeline
-from streamfold.providers._chunk_template import ChunkTemplate, decode_body
+from streamfold.providers._chunk_template import ChunkTemplate, NumberedTemplate, decode_body
 from streamfold.providers.anthropic import Anthropic
 from streamfold.providers.base import Provider
 from streamfold.providers.openai_chat import Mistral, OpenAIChat
+from streamfold.providers.openai_responses import OpenAIResponses
 
-from .helpers import Run
+from .helpers import Run, captures
 
 
 def _run(stream: bytes, provider: Provider) -> Run:
@@ -465,3 +468,500 @@ def test_an_anthropic_template_waits_for_a_blocks_third_delta() -> None:
     assert provider._learns == 0 and provider._template is None
     _run(deltas(2, "z").encode(), provider)
     assert provider._learns == 1 and provider._template is not None
+
+
+# -- OpenAI Responses: a number (sequence_number) besides the text ------------------------------
+
+
+def _run_cursors(chunks: list[bytes], provider: Provider) -> tuple[Run, list[int | None]]:
+    """The events and error of the chunks fed one by one, and the provider's resume cursor
+    (``sequence``) after each chunk and at the end."""
+    pipeline = Pipeline(provider)
+    events: list[Any] = []
+    cursors: list[int | None] = []
+    for chunk in chunks:
+        events += pipeline.feed(chunk)
+        cursors.append(provider.sequence)
+        if pipeline.pending is not None:
+            break
+    if pipeline.pending is None:
+        events += pipeline.close()
+    cursors.append(provider.sequence)
+    return Run(events, pipeline.pending), cursors
+
+
+def responses_alike(chunks: list[bytes], *, strict: bool = False) -> OpenAIResponses:
+    """Read the chunks with templates and with every payload parsed: the same events, the same
+    error, the same cursor after every chunk. Returns the templated provider."""
+    fast = OpenAIResponses(strict=strict)
+    slow = OpenAIResponses(strict=strict)
+    slow.templates = False
+    fast_run, fast_cursors = _run_cursors(chunks, fast)
+    slow_run, slow_cursors = _run_cursors(chunks, slow)
+    assert_same(fast_run, slow_run)
+    assert fast_cursors == slow_cursors
+    assert slow._learns == 0 and slow._template is None
+    return fast
+
+
+def _pieces(data: bytes, how: str, seed: int = 0) -> list[bytes]:
+    if how == "whole":
+        return [data]
+    if how == "bytes":
+        return [data[k : k + 1] for k in range(len(data))]
+    rng = random.Random(seed)
+    out, at = [], 0
+    while at < len(data):
+        step = rng.choice([1, 2, 3, 7, 64, 150, 300, 4096])
+        out.append(data[at : at + step])
+        at += step
+    return out
+
+
+RESPONSES_CAPTURES = captures("openai_responses")
+
+
+@pytest.mark.skipif(not RESPONSES_CAPTURES, reason="../shared/captures is absent")
+@pytest.mark.parametrize("path", RESPONSES_CAPTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("how", ["whole", "random", "bytes"])
+def test_responses_captures_read_alike(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    for seed in range(3 if how == "random" else 1):
+        for strict in (False, True):
+            responses_alike(_pieces(data, how, seed), strict=strict)
+
+
+def _counting(provider: OpenAIResponses) -> list[int]:
+    """Counts the frames the provider parses (``handle``) rather than reads by template."""
+    count = [0]
+    handle = provider.handle
+
+    def counted(frame: Any, out: list[Any]) -> None:
+        count[0] += 1
+        handle(frame, out)
+
+    provider.handle = counted  # type: ignore[method-assign]
+    return count
+
+
+@pytest.mark.skipif(not RESPONSES_CAPTURES, reason="../shared/captures is absent")
+@pytest.mark.parametrize(
+    ("name", "parsed"),
+    [
+        # 676 frames, 654 deltas: 22 other frames, three deltas to learn from in each of the
+        # two blocks, and the first delta of each later summary part (``summary_index``
+        # changes), from which the template is learned again.
+        ("reasoning_summary", 22 + 3 + 3 + 3),
+        # 185 frames, 121 deltas of one text part between searches and citations.
+        ("web_search_url_citations", 64 + 3),
+        # No sequence_number (an older stream): the template has no number slot.
+        ("text_basic", 8 + 3),
+        ("function_call", 6 + 3),
+    ],
+)
+def test_responses_deltas_are_read_by_template(name: str, parsed: int) -> None:
+    path = next(p for p in RESPONSES_CAPTURES if p.stem == name)
+    provider = OpenAIResponses()
+    count = _counting(provider)
+    run = _run(path.read_bytes(), provider)
+    assert run.error is None
+    assert count[0] == parsed
+
+
+def _written(text: str) -> str:
+    """``text`` as JSON writes it between the quotes, non-ASCII raw."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+#: Text as JSON writes it: mostly printable text (quotes and backslashes escaped), which a
+#: template reads; any characters (control characters escaped as ``\\u``), and non-ASCII as
+#: ``\\u`` escapes (surrogate pairs beyond the BMP), which are left to the parser.
+PRINTABLE = st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Zs"))
+TEXT_BODY = st.one_of(
+    st.text(PRINTABLE, min_size=1, max_size=12).map(_written),
+    st.text(PRINTABLE, min_size=1, max_size=12).map(_written),
+    st.text(max_size=12).map(_written),
+    st.text(max_size=6).map(lambda t: json.dumps(t)[1:-1]),
+)
+
+#: Bodies inserted raw: escapes JSON allows but ``json.dumps`` does not write (``\\/``, a lone
+#: surrogate), U+2028 and other characters ``isprintable`` refuses, and what breaks the string
+#: or the payload (a bare quote, a control character, a lone backslash, structure).
+RAW_TOKENS = st.sampled_from(
+    [
+        "a", "b", " ", "é", "😀", "\u2028", "\u00ad", "\x7f", "\t", "\x01", '"', "\\", '\\"',
+        "\\\\", "\\n", "\\/", "\\u00e9", "\\ud83d\\ude00", "\\ud800", "\\u2028", "\\u0000",
+        ",", "}", "{", ":", "[", "0", "u", '","logprobs":[],"obfuscation":"', '","x":"',
+    ]
+)  # fmt: skip
+RAW_BODY_TEXT = st.lists(RAW_TOKENS, max_size=8).map("".join)
+
+#: How a delta numbers itself: the same or a lower number than the last (a violation), a
+#: jump, none, or something that is not a plain non-negative integer (the common case, the
+#: next number, is a step of its own).
+NUMBERING = st.sampled_from(
+    [
+        "same", "back", "jump", "missing", "same", "back", "0", "007", "00", "-1", "-0", "1.5",
+        "2e3", "1E2", "true", "null", '"9"', " 5", "99999999999999999999999",
+        "18446744073709551615", "18446744073709551616",
+    ]
+)  # fmt: skip
+
+#: One field of a delta changed from the learned one (raw JSON text; ``type`` "" drops it;
+#: ``event`` is the SSE event name, which the payload's ``type`` overrides).
+DELTA_FIELD = st.sampled_from(
+    [
+        ("type", ""),
+        ("type", "response.refusal.delta"),
+        ("type", "response.reasoning_summary_text.delta"),
+        ("type", "response.output_text.done"),
+        ("type", "response.unknown.delta"),
+        ("event", "message"),
+        ("event", "response.refusal.delta"),
+        ("item_id", "msg_2"),
+        ("output_index", "0"),
+        ("output_index", "7"),
+        ("output_index", '"1"'),
+        ("output_index", "1.0"),
+        ("content_index", "1"),
+        ("content_index", "null"),
+        ("logprobs", '[{"token":"a","logprob":-0.5}]'),
+        ("logprobs", "null"),
+        ("logprobs", "{}"),
+        ("obfuscation", ""),
+        ("obfuscation", "Zz9"),
+        ("obfuscation", "a b"),
+        ("obfuscation", "é²"),
+        ("obfuscation", '\\"'),
+        ("tail", "  "),
+        ("tail", ',"extra":1'),
+        ("tail", "}"),
+    ]
+)
+
+#: Events between the deltas: a second ``content_part.added`` for the same index (a new block
+#: takes the text), the part or item done, a second summary part, the terminal event.
+STRUCTURE = st.sampled_from(["part_added", "part_done", "item_done", "summary_part", "completed"])
+
+#: One step: ``("delta", body, numbering, changed fields)`` or ``(event, "", numbering, {})``.
+ResponsesStep = tuple[str, str, str, dict[str, str]]
+
+
+#: What a step does: mostly a plain delta (any text); else one thing changed (the number, a
+#: field, an event between deltas, a body inserted raw, often invalid), or several at once.
+STEP_KINDS = st.sampled_from(
+    ["plain"] * 10 + ["number"] * 3 + ["field"] * 3 + ["event"] * 2 + ["raw", "mixed"]
+)
+
+
+@st.composite
+def responses_step(draw: st.DrawFn) -> ResponsesStep:
+    kind = draw(STEP_KINDS)
+    if kind == "event":
+        return (draw(STRUCTURE), "", "next", {})
+    if kind == "raw":
+        return ("delta", draw(RAW_BODY_TEXT), "next", {})
+    body = draw(TEXT_BODY)
+    if kind == "plain":
+        return ("delta", body, "next", {})
+    if kind == "number":
+        return ("delta", body, draw(NUMBERING), {})
+    if kind == "field":
+        return ("delta", body, "next", dict([draw(DELTA_FIELD)]))
+    return ("delta", body, draw(NUMBERING), dict(draw(st.lists(DELTA_FIELD, max_size=3))))
+
+
+class _Numbers:
+    """The raw ``sequence_number`` text of each event (``None``: the field is absent)."""
+
+    def __init__(self, numbered: bool) -> None:
+        self.numbered = numbered
+        self.n = 0
+
+    def __call__(self, numbering: str = "next") -> str | None:
+        if not self.numbered or numbering == "missing":
+            return None
+        if numbering in ("next", "jump"):
+            self.n += 1 if numbering == "next" else 1000
+            return str(self.n)
+        if numbering in ("same", "back"):
+            return str(self.n if numbering == "same" else self.n - 3)
+        return numbering
+
+
+def _responses_event(name: str, number: str | None, fields: str, *, type_: str = "") -> str:
+    """An event named ``name`` whose payload's ``type`` is ``type_`` (``name`` when empty,
+    none when ``"-"``)."""
+    kind = name if type_ == "" else type_
+    head = "" if type_ == "-" else f'"type":"{kind}",'
+    numbered = "" if number is None else f'"sequence_number":{number},'
+    return f"event: {name}\ndata: {{{head}{numbered}{fields}}}\n\n"
+
+
+def _responses_delta(number: str | None, body: str, changed: dict[str, str]) -> str:
+    def field(key: str, default: str) -> str:
+        return changed.get(key, default)
+
+    fields = (
+        f'"item_id":"{field("item_id", "msg_1")}","output_index":{field("output_index", "1")},'
+        f'"content_index":{field("content_index", "0")},"delta":"{body}",'
+        f'"logprobs":{field("logprobs", "[]")},"obfuscation":"{field("obfuscation", "uGUW")}"'
+        + field("tail", "")
+    )
+    type_ = field("type", "response.output_text.delta") or "-"
+    return _responses_event(
+        field("event", "response.output_text.delta"), number, fields, type_=type_
+    )
+
+
+_STRUCTURE_FIELDS = {
+    "part_added": (
+        "response.content_part.added",
+        '"item_id":"msg_1","output_index":1,"content_index":0,'
+        '"part":{"type":"output_text","annotations":[],"text":""}',
+    ),
+    "part_done": (
+        "response.content_part.done",
+        '"item_id":"msg_1","output_index":1,"content_index":0,"part":{"type":"output_text"}',
+    ),
+    "item_done": (
+        "response.output_item.done",
+        '"output_index":1,"item":{"id":"msg_1","type":"message","status":"completed"}',
+    ),
+    "summary_part": (
+        "response.reasoning_summary_part.added",
+        '"item_id":"rs_1","output_index":0,"summary_index":1,"part":{"type":"summary_text"}',
+    ),
+    "completed": (
+        "response.completed",
+        '"response":{"id":"resp_1","model":"m","status":"completed","output":[]}',
+    ),
+}
+
+
+def responses_stream(
+    steps: list[ResponsesStep], *, numbered: bool = True, end: bool = True, **every: str
+) -> bytes:
+    """A Responses stream: a reasoning item (output 0) and a message (output 1) whose text
+    part gets three plain deltas (a template is learned from them), then ``steps``. ``every``
+    changes a field of every delta (as a step's changed fields do)."""
+    number = _Numbers(numbered)
+    created = '"response":{"id":"resp_1","model":"m","status":"in_progress"}'
+    part_added = _STRUCTURE_FIELDS["part_added"][1]
+    out = [
+        _responses_event("response.created", number(), created),
+        _responses_event(
+            "response.output_item.added",
+            number(),
+            '"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}',
+        ),
+        _responses_event("response.reasoning_summary_part.added", number(), '"output_index":0'),
+        _responses_event(
+            "response.output_item.added",
+            number(),
+            '"output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant"}',
+        ),
+        _responses_event("response.content_part.added", number(), part_added),
+    ]
+    out += [_responses_delta(number(), word, every) for word in ("The", " first", " words")]
+    for what, body, numbering, changed in steps:
+        if what == "delta":
+            out.append(_responses_delta(number(numbering), body, {**every, **changed}))
+        else:
+            name, fields = _STRUCTURE_FIELDS[what]
+            out.append(_responses_event(name, number(numbering), fields))
+    if end:
+        name, fields = _STRUCTURE_FIELDS["completed"]
+        out.append(_responses_event(name, number(), fields))
+    return "".join(out).encode()
+
+
+#: A stream's shape: numbered or not (older streams), ended or not, strict or not, and a field
+#: every delta has changed (none; no ``type``, so the event name decides; logprobs).
+STREAM_SHAPE = st.fixed_dictionaries(
+    {
+        "numbered": st.booleans(),
+        "end": st.booleans(),
+        "strict": st.booleans(),
+        "every": st.sampled_from(
+            [{}, {}, {}, {}, {"type": ""}, {"logprobs": '[{"token":"a","logprob":-0.5}]'}]
+        ),
+    }
+)
+
+
+@given(
+    st.lists(responses_step(), min_size=4, max_size=32),
+    STREAM_SHAPE,
+    st.tuples(st.sampled_from(["whole", "random", "bytes"]), st.integers(0, 2**16)),
+)
+def test_responses_deltas_read_alike(
+    steps: list[ResponsesStep], shape: dict[str, Any], split: tuple[str, int]
+) -> None:
+    """Whatever the deltas hold (any text, numbers that are not plain non-negative integers or
+    do not increase, other fields changed) and whatever comes between them, the templated read
+    gives the events, error and resume cursor of a parse of every payload, in any pieces."""
+    data = responses_stream(steps, numbered=shape["numbered"], end=shape["end"], **shape["every"])
+    responses_alike(_pieces(data, *split), strict=shape["strict"])
+
+
+def test_responses_plain_deltas_take_the_template() -> None:
+    # The generated stream's plain deltas are read by the template (the test above compares
+    # such reads, not only parses).
+    steps: list[ResponsesStep] = [("delta", f"w{k}", "next", {}) for k in range(20)]
+    for numbered in (True, False):
+        provider = OpenAIResponses()
+        count = _counting(provider)
+        data = responses_stream(steps, numbered=numbered, end=True)
+        run = _run(data, provider)
+        # Five events before the deltas, three deltas to learn from, the terminal event.
+        assert count[0] == 5 + 3 + 1
+        assert "".join(e.text for e in run.of(sf.BlockDelta)) == "The first words" + "".join(
+            f"w{k}" for k in range(20)
+        )
+        assert provider.sequence == (5 + 3 + 20 + 1 if numbered else None)  # numbered from 1
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        ("delta", "x", "same", {}),
+        ("delta", "x", "back", {}),
+        ("completed", "", "next", {}),
+        ("part_done", "", "next", {}),
+        ("item_done", "", "next", {}),
+    ],
+    ids=["same-number", "lower-number", "after-terminal", "part-closed", "item-closed"],
+)
+@pytest.mark.parametrize("strict", [False, True])
+def test_responses_rules_hold_for_templated_deltas(odd: ResponsesStep, strict: bool) -> None:
+    # Each rule the parse applies to a delta (the number increases, nothing after the terminal
+    # event, no text for a closed block) holds for a delta the template would read.
+    steps: list[ResponsesStep] = [("delta", "a", "next", {}), odd, ("delta", "b", "next", {})]
+    data = responses_stream(steps, end=False)
+    provider = responses_alike([data], strict=strict)
+    assert provider._template is not None
+    run = _run(data, OpenAIResponses(strict=strict))
+    assert run.warnings or run.error
+
+
+def test_responses_logprobs_deltas_keep_their_logprobs() -> None:
+    # A delta with logprobs is a BlockDelta carrying them: never learned from, so a template
+    # never reads the next one (which has the same shape) as a plain text.
+    logprobs = '[{"token":"a","logprob":-0.5}]'
+    steps: list[ResponsesStep] = [("delta", f"w{k}", "next", {}) for k in range(5)]
+    provider = responses_alike([responses_stream(steps, logprobs=logprobs)])
+    assert provider._template is None
+    run = _run(responses_stream(steps, logprobs=logprobs), OpenAIResponses())
+    assert [e.logprobs for e in run.of(sf.BlockDelta)] == [json.loads(logprobs)] * 8
+
+
+def test_responses_untyped_deltas_follow_their_event_name() -> None:
+    # Without a payload ``type`` the SSE event name decides, which a template does not compare:
+    # such deltas are never learned from.
+    steps: list[ResponsesStep] = [
+        *[("delta", f"w{k}", "next", {}) for k in range(5)],
+        ("delta", "x", "next", {"event": "response.unknown"}),
+    ]
+    provider = responses_alike([responses_stream(steps, type="")])
+    assert provider._template is None and provider._learns == 0
+
+
+_DELTA = (
+    '{"type":"response.output_text.delta","sequence_number":401,"item_id":"msg_1",'
+    '"output_index":1,"content_index":0,"delta":"I\'m","logprobs":[],"obfuscation":"uGUW"}'
+)
+
+
+def _learn_numbered(data: str) -> NumberedTemplate | None:
+    chunk = json.loads(data)
+
+    def expected(probe: str) -> dict[str, Any]:
+        return {**chunk, "delta": probe}
+
+    return NumberedTemplate.learn(
+        data,
+        chunk,
+        number_key="sequence_number",
+        key="delta",
+        text=chunk["delta"],
+        expected=expected,
+        block=3,
+    )
+
+
+def _frame(data: str) -> Any:
+    (frame,) = SSEDecoder().feed(f"event: x\ndata: {data}\n\n".encode())
+    return frame
+
+
+def test_a_numbered_template_cuts_number_and_text() -> None:
+    template = _learn_numbered(_DELTA)
+    assert template is not None and template.block == 3
+    assert template.prefix.endswith('"sequence_number":')
+    assert template.middle is not None and template.middle.startswith(',"item_id"')
+    later = _DELTA.replace("401", "402").replace("I'm", 'say \\"hi\\" é').replace("uGUW", "Q")
+    assert template.cut(_frame(later)) == (402, 'say "hi" é')
+    big = _DELTA.replace("401", str(2**64 - 1))
+    assert template.cut(_frame(big)) == (2**64 - 1, "I'm")
+
+
+@pytest.mark.parametrize(
+    "number", ["0401", "00", "-1", "-0", "1.0", "1e3", "true", '"402"', str(2**64), "4 "]
+)
+def test_a_numbered_template_refuses_other_numbers(number: str) -> None:
+    template = _learn_numbered(_DELTA)
+    assert template is not None
+    other = _DELTA.replace("401", number)
+    assert template.cut(_frame(other)) is None
+
+
+def test_a_numbered_template_without_a_number() -> None:
+    # Older streams have no sequence_number: the template is the single-slot one.
+    data = _DELTA.replace('"sequence_number":401,', "")
+    template = _learn_numbered(data)
+    assert template is not None and template.middle is None
+    assert template.cut(_frame(data.replace("I'm", "next"))) == (None, "next")
+    assert template.cut(_frame(_DELTA)) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # The number after the text: only a number before it is a slot.
+        '{"type":"response.output_text.delta","delta":"I\'m","sequence_number":401}',
+        # Not a plain non-negative integer: no template (each delta changes it anyway).
+        _DELTA.replace("401", "-401"),
+        _DELTA.replace("401", "401.0"),
+        _DELTA.replace("401", '"401"'),
+        # Twice: which one is the slot is not clear, and the later one counts.
+        _DELTA.replace('"logprobs"', '"sequence_number":401,"logprobs"'),
+        _DELTA.replace("401", "5").replace('"logprobs"', '"sequence_number":401,"logprobs"'),
+    ],
+)
+def test_numbered_templates_are_not_learned_from(data: str) -> None:
+    assert _learn_numbered(data) is None
+
+
+def test_a_spaced_numbered_template() -> None:
+    data = json.dumps(json.loads(_DELTA))  # ", " and ": " separators
+    template = _learn_numbered(data)
+    assert template is not None
+    assert template.cut(_frame(data.replace("401", "9000").replace("I'm", "ok"))) == (9000, "ok")
+
+
+def test_a_new_part_on_the_same_index_takes_the_deltas() -> None:
+    # A second content_part.added for a content index opens a new block for its deltas: the
+    # template learned for the old block must not send them there.
+    steps: list[ResponsesStep] = [
+        ("delta", "a", "next", {}),
+        ("part_added", "", "next", {}),
+        *[("delta", w, "next", {}) for w in "bcde"],
+    ]
+    data = responses_stream(steps, numbered=True, end=True)
+    provider = responses_alike([data])
+    assert provider._template is not None and provider._template.block == 2
+    texts: dict[int, str] = {}
+    for event in _run(data, OpenAIResponses()).of(sf.BlockDelta):
+        texts[event.index] = texts.get(event.index, "") + event.text
+    assert texts == {1: "The first wordsa", 2: "bcde"}

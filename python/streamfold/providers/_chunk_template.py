@@ -17,23 +17,30 @@ Anything else is parsed as usual.
 Providers read a frame's bytes, not its ``str`` (``cut``, then ``read``): the fixed parts are
 compared as bytes and only the body is decoded, so the payload's ``str`` is never made. ``text``
 is the same rule on a ``str``; the tests hold the three to the same answers.
+
+A ``NumberedTemplate`` has one more varying part, an unsigned integer before the string (the
+``sequence_number`` of every OpenAI Responses event); it is read in Rust only.
 """
 
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Callable
 from typing import Any
 
-from .._core import TemplateCut
+from .._core import NumberedCut, TemplateCut
 from ..message import BlockKind
 
-__all__ = ["ChunkTemplate", "decode_body"]
+__all__ = ["ChunkTemplate", "NumberedTemplate", "decode_body"]
 
 #: Top-level string fields that carry random padding and change on every chunk.
 PADDING_KEYS = ("obfuscation", "p")
 
 _loads = json.loads
+#: ``json.dumps(text, ensure_ascii=False)`` of a ``str``, which calls it, without making an
+#: encoder for every call: a tenth of the cost, and learning is the cost a template repays.
+_quoted = json.encoder.encode_basestring
 
 
 def decode_body(body: str) -> str | None:
@@ -137,51 +144,13 @@ class ChunkTemplate:
     ) -> ChunkTemplate | None:
         """The template of ``data``, parsed into ``chunk``, whose varying value is the string
         ``text`` under ``key``; ``expected(probe)`` is ``chunk`` with that value replaced."""
-        # The text as JSON writes it: tool-call arguments (JSON inside JSON) nearly always
-        # hold quotes, so a template learned only from plain text would rarely serve them.
-        # A body ``read`` could not decode back (``\\u`` escapes, text it would not accept
-        # unescaped) is not learned from; the probe below proves the cut in any case.
-        body = json.dumps(text, ensure_ascii=False)[1:-1]
-        if decode_body(body) != text:
+        found = _learn_cut(data, chunk, key=key, text=text, expected=expected)
+        if found is None:
             return None
-        try:
-            data.encode()
-        except UnicodeEncodeError:  # a lone surrogate: ``read`` could never match the bytes
-            return None
-        for separator in (":", ": "):
-            marker = f'"{key}"{separator}"{body}"'
-            at = data.find(marker)
-            if at < 0 or data.find(marker, at + 1) >= 0:
-                continue
-            start = at + len(marker) - len(body) - 1
-            prefix, rest = data[:start], data[start + len(body) :]
-            want = expected("probe")
-            if not _parses_to(prefix + "probe" + rest, want):
-                return None
-            for padding in PADDING_KEYS:
-                value = chunk.get(padding)
-                opening = f'"{padding}"{separator}"{value}"'
-                if value.__class__ is str and rest.count(opening) == 1:
-                    cut = rest.index(opening) + len(opening) - len(value) - 1
-                    head, tail = rest[:cut], rest[cut + len(value) :]
-                    padded = {**want, padding: "Zz9"}
-                    if _parses_to(prefix + "probe" + head + "Zz9" + tail, padded):
-                        return cls(
-                            prefix,
-                            head,
-                            mode=PADDED_VALUE,
-                            padding_end=tail,
-                            state=state,
-                            block=block,
-                            kind=kind,
-                        )
-            core = rest[:-1].rstrip(" ")
-            if rest.endswith(" }") and all(
-                _parses_to(prefix + "probe" + core + spaces, want) for spaces in ("}", "   }")
-            ):
-                return cls(prefix, core, mode=PADDED_END, state=state, block=block, kind=kind)
-            return cls(prefix, rest, state=state, block=block, kind=kind)
-        return None
+        prefix, rest, mode, padding_end, _ = found
+        return cls(
+            prefix, rest, mode=mode, padding_end=padding_end, state=state, block=block, kind=kind
+        )
 
     def text(self, data: str) -> str | None:
         """The varying text of ``data`` if it fits the template, else ``None``."""
@@ -257,6 +226,146 @@ class ChunkTemplate:
             return decode_body(raw[self.start_b : end].decode())
         except UnicodeDecodeError:
             return None
+
+
+class NumberedTemplate:
+    """A chunk template with a number slot before its string: ``prefix`` + unsigned integer +
+    ``middle`` + string body + ``rest`` (and the padding value, as ``ChunkTemplate`` has it).
+
+    OpenAI Responses numbers every event (``sequence_number``, +1 each), so two of its deltas
+    differ in a number besides their text. The number is read where JSON writes a non-negative
+    integer: digits without a sign, fraction, exponent or leading zero, at most 2**64 - 1; any
+    other payload is parsed. ``middle`` is ``None`` for chunks without that number (older
+    streams): the template is then a ``ChunkTemplate``'s shape, and ``cut`` gives no number.
+    Only the Rust cut reads these templates: a frame it refuses is parsed.
+    """
+
+    __slots__ = ("block", "cut", "middle", "prefix", "rest")
+
+    def __init__(
+        self, prefix: str, middle: str | None, rest: str, mode: int, padding_end: str, *, block: int
+    ) -> None:
+        self.prefix = prefix
+        self.middle = middle
+        self.rest = rest
+        #: The provider's block for the text.
+        self.block = block
+        #: ``cut(frame)``: ``(number, text)`` of a frame whose payload fits, else ``None``
+        #: (loaded first in hot loops, as ``ChunkTemplate.cut`` is).
+        self.cut: Callable[[Any], tuple[int | None, str] | None] = NumberedCut(
+            prefix.encode(),
+            None if middle is None else middle.encode(),
+            rest.encode(),
+            padded_end=mode == PADDED_END,
+            padding_end=padding_end.encode() if mode == PADDED_VALUE else None,
+        ).read
+
+    @classmethod
+    def learn(
+        cls,
+        data: str,
+        chunk: dict[str, Any],
+        *,
+        number_key: str,
+        key: str,
+        text: str,
+        expected: Callable[[str], dict[str, Any]],
+        block: int,
+    ) -> NumberedTemplate | None:
+        """The template of ``data`` (see ``ChunkTemplate.learn``) whose number slot is the
+        top-level ``number_key`` when ``chunk`` has it. The slot must lie before the string;
+        the probes must parse to ``chunk`` with only the number, the string (and the padding
+        value) changed."""
+        if number_key not in chunk:
+            found = _learn_cut(data, chunk, key=key, text=text, expected=expected)
+            if found is None:
+                return None
+            prefix, rest, mode, padding_end, _ = found
+            return cls(prefix, None, rest, mode, padding_end, block=block)
+        number = chunk[number_key]
+        if number.__class__ is not int or number < 0:
+            return None
+        other = number + 1
+        for separator in (":", ": "):
+            written, probe = (
+                f'"{number_key}"{separator}{number}',
+                f'"{number_key}"{separator}{other}',
+            )
+            if data.count(written) != 1 or probe in data:
+                continue
+            # The string's cut is learned on the payload with another number: its probes then
+            # prove the number's slot too, with no probe of their own.
+            found = _learn_cut(
+                data.replace(written, probe),
+                {**chunk, number_key: other},
+                key=key,
+                text=text,
+                expected=lambda body: {**expected(body), number_key: other},
+            )
+            if found is None or found[0].count(probe) != 1:
+                return None  # unproved, or the number lies after the string
+            prefix, rest, mode, padding_end, _ = found
+            end = prefix.index(probe) + len(probe)
+            head, middle = prefix[: end - len(str(other))], prefix[end:]
+            if middle[:1].isdigit():  # never after a whole number; the cut relies on it
+                return None
+            return cls(head, middle, rest, mode, padding_end, block=block)
+        return None
+
+
+#: Where a learned template cuts its chunk: ``(prefix, rest, mode, padding_end, padding_key)``,
+#: ``ChunkTemplate``'s fields of those names and, for ``PADDED_VALUE``, the padding field. A
+#: plain tuple: learning is the cost a template must repay, and a named tuple adds to it.
+_Cut = tuple[str, str, int, str, str]
+
+
+def _learn_cut(
+    data: str,
+    chunk: dict[str, Any],
+    *,
+    key: str,
+    text: str,
+    expected: Callable[[str], dict[str, Any]],
+) -> _Cut | None:
+    """The cut of ``data`` around the string ``text`` under ``key``, proved by probes (see
+    ``ChunkTemplate.learn``), or ``None``."""
+    # The text as JSON writes it: tool-call arguments (JSON inside JSON) nearly always
+    # hold quotes, so a template learned only from plain text would rarely serve them.
+    # A body ``read`` could not decode back (``\\u`` escapes, text it would not accept
+    # unescaped) is not learned from; the probe below proves the cut in any case.
+    body = _quoted(text)[1:-1]
+    if decode_body(body) != text:
+        return None
+    try:
+        data.encode()
+    except UnicodeEncodeError:  # a lone surrogate: ``read`` could never match the bytes
+        return None
+    for separator in (":", ": "):
+        marker = f'"{key}"{separator}"{body}"'
+        at = data.find(marker)
+        if at < 0 or data.find(marker, at + 1) >= 0:
+            continue
+        start = at + len(marker) - len(body) - 1
+        prefix, rest = data[:start], data[start + len(body) :]
+        want = expected("probe")
+        if not _parses_to(prefix + "probe" + rest, want):
+            return None
+        for padding in PADDING_KEYS:
+            value = chunk.get(padding)
+            opening = f'"{padding}"{separator}"{value}"'
+            if value.__class__ is str and rest.count(opening) == 1:
+                cut = rest.index(opening) + len(opening) - len(value) - 1
+                head, tail = rest[:cut], rest[cut + len(value) :]
+                padded = {**want, padding: "Zz9"}
+                if _parses_to(prefix + "probe" + head + "Zz9" + tail, padded):
+                    return prefix, head, PADDED_VALUE, tail, padding
+        core = rest[:-1].rstrip(" ")
+        if rest.endswith(" }") and all(
+            _parses_to(prefix + "probe" + core + spaces, want) for spaces in ("}", "   }")
+        ):
+            return prefix, core, PADDED_END, "", ""
+        return prefix, rest, EXACT, "", ""
+    return None
 
 
 def _parses_to(data: str, want: dict[str, Any]) -> bool:

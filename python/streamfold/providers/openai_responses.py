@@ -39,6 +39,10 @@ annotation is the source. The stream ends with exactly one of ``response.complet
 ``length``, ``content_filter``) or ``response.failed`` (``StreamError`` with
 ``response.error``); usage comes only there. The ``error`` event raises ``StreamError`` in both
 shapes: the documented flat ``{code, message}`` and the real nested ``{error: {...}}``.
+
+Speed: the deltas of one block are read by string comparison once a few of them have been
+parsed (``_chunk_template.NumberedTemplate``: they differ in their text, ``sequence_number``
+and padding value), with the same result.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from ..events import (
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
+from ._chunk_template import NumberedTemplate
 from ._fast import text_delta
 from .base import Provider
 
@@ -119,6 +124,10 @@ PROGRESS_PREFIXES = (
     "response.local_shell_call.",
 )
 
+#: A block's chunk template is learned from its third delta parsed in a row: a block with fewer
+#: deltas would not repay the learning.
+LEARN_AFTER = 3
+
 _Handler = Callable[[dict[str, Any], Any, list[Event]], None]
 
 
@@ -175,6 +184,12 @@ class OpenAIResponses(Provider):
         #: Open blocks: index -> kind.
         self._open: dict[int, BlockKind] = {}
         self._next_block = 0
+        #: The chunk template of the deltas of one block; learned at most 256 times.
+        self._template: NumberedTemplate | None = None
+        self._learns = 0
+        #: The block of the last delta parsed, and how many of its deltas were parsed in a row.
+        self._parsed_block = -1
+        self._parsed_run = 0
         self._on: dict[str, _Handler] = {
             "response.created": self._created,
             "response.output_item.added": self._item_added,
@@ -190,6 +205,32 @@ class OpenAIResponses(Provider):
         }
 
     # -- the frame loop ----------------------------------------------------------------------
+
+    def handle_frames(self, frames: list[Any], out: list[Event]) -> None:
+        """The pipeline's loop over one chunk's frames: number each and ``handle`` it, but read
+        a delta that the template's Rust cut reads right here, without a parse. That does what
+        ``handle`` does for the payload: the sequence check and cursor, then the text for the
+        template's block. Whatever would not simply be that (a number that does not increase,
+        a closed block, anything after the terminal event) goes to ``handle``."""
+        handle = self.handle
+        first = self.position + 1
+        for self.position, frame in enumerate(frames, first):
+            template = self._template
+            if template is not None:
+                cut = template.cut
+                found = cut(frame)
+                if found is not None:
+                    number, text = found
+                    block = template.block
+                    kind = self._open.get(block)
+                    if kind is not None and not self.terminal_seen:
+                        sequence = self.sequence
+                        if number is None or sequence is None or number > sequence:
+                            if number is not None:
+                                self.sequence = number
+                            out.append(text_delta(block, kind, text, 0, frame))
+                            continue
+            handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
         payload = self.json_object(frame)
@@ -291,6 +332,9 @@ class OpenAIResponses(Provider):
     # -- blocks ------------------------------------------------------------------------------
 
     def _open_block(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
+        # A new block may take over the content part a template's deltas went to (a second
+        # ``content_part.added`` for the same index): the template is learned again.
+        self._template = None
         block = self._next_block
         self._next_block = block + 1
         self._open[block] = kind
@@ -441,11 +485,40 @@ class OpenAIResponses(Provider):
         if not text:
             return
         logprobs = p.get("logprobs")
-        out.append(
-            BlockDelta(index=block, kind=kind_now, text=text, raw=frame, logprobs=logprobs)
-            if logprobs
-            else text_delta(block, kind_now, text, 0, frame)
+        if logprobs:
+            out.append(
+                BlockDelta(index=block, kind=kind_now, text=text, raw=frame, logprobs=logprobs)
+            )
+            return
+        out.append(text_delta(block, kind_now, text, 0, frame))
+        if self._learns < 256 and self.templates:
+            if block == self._parsed_block:
+                self._parsed_run += 1
+                if self._parsed_run >= LEARN_AFTER and p.get("type") == event:
+                    self._learn(p, block, text, frame)
+            else:
+                self._parsed_block, self._parsed_run = block, 1
+
+    def _learn(self, p: dict[str, Any], block: int, text: str, frame: Any) -> None:
+        """Learn the template of a delta just read as a plain text for ``block``, whose payload
+        names its own ``type`` (else the ``event:`` name would decide, which the template does
+        not compare)."""
+        self._learns += 1
+
+        def expected(probe: str) -> dict[str, Any]:
+            return {**p, "delta": probe}
+
+        template = NumberedTemplate.learn(
+            frame.data,
+            p,
+            number_key="sequence_number",
+            key="delta",
+            text=text,
+            expected=expected,
+            block=block,
         )
+        if template is not None:
+            self._template = template
 
     def _annotation(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.output_text.annotation.added", frame)
