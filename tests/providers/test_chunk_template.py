@@ -19,7 +19,7 @@ from streamfold.providers._chunk_template import ChunkTemplate, NumberedTemplate
 from streamfold.providers.anthropic import Anthropic
 from streamfold.providers.base import Provider
 from streamfold.providers.openai_chat import Mistral, OpenAIChat
-from streamfold.providers.openai_responses import OpenAIResponses
+from streamfold.providers.openai_responses import LEARN_AFTER, OpenAIResponses
 
 from .helpers import Run, captures
 
@@ -548,15 +548,15 @@ def _counting(provider: OpenAIResponses) -> list[int]:
 @pytest.mark.parametrize(
     ("name", "parsed"),
     [
-        # 676 frames, 654 deltas: 22 other frames, three deltas to learn from in each of the
-        # two blocks, and the first delta of each later summary part (``summary_index``
-        # changes), from which the template is learned again.
-        ("reasoning_summary", 22 + 3 + 3 + 3),
+        # 676 frames, 654 deltas: 22 other frames, ``LEARN_AFTER`` deltas to learn from in each
+        # of the two blocks, and the first delta of each of the 3 later summary parts
+        # (``summary_index`` changes), from which the template is learned again.
+        ("reasoning_summary", 22 + 2 * LEARN_AFTER + 3),
         # 185 frames, 121 deltas of one text part between searches and citations.
-        ("web_search_url_citations", 64 + 3),
-        # No sequence_number (an older stream): the template has no number slot.
-        ("text_basic", 8 + 3),
-        ("function_call", 6 + 3),
+        ("web_search_url_citations", 64 + LEARN_AFTER),
+        # 7 and 5 deltas: fewer than a learn repays, so every frame is parsed.
+        ("text_basic", 8 + 7),
+        ("function_call", 6 + 5),
     ],
 )
 def test_responses_deltas_are_read_by_template(name: str, parsed: int) -> None:
@@ -814,8 +814,8 @@ def test_responses_plain_deltas_take_the_template() -> None:
         count = _counting(provider)
         data = responses_stream(steps, numbered=numbered, end=True)
         run = _run(data, provider)
-        # Five events before the deltas, three deltas to learn from, the terminal event.
-        assert count[0] == 5 + 3 + 1
+        # Five events before the deltas, the deltas to learn from, the terminal event.
+        assert count[0] == 5 + LEARN_AFTER + 1
         assert "".join(e.text for e in run.of(sf.BlockDelta)) == "The first words" + "".join(
             f"w{k}" for k in range(20)
         )
@@ -837,7 +837,8 @@ def test_responses_plain_deltas_take_the_template() -> None:
 def test_responses_rules_hold_for_templated_deltas(odd: ResponsesStep, strict: bool) -> None:
     # Each rule the parse applies to a delta (the number increases, nothing after the terminal
     # event, no text for a closed block) holds for a delta the template would read.
-    steps: list[ResponsesStep] = [("delta", "a", "next", {}), odd, ("delta", "b", "next", {})]
+    learn = [("delta", f"a{k}", "next", {}) for k in range(LEARN_AFTER)]
+    steps: list[ResponsesStep] = [*learn, odd, ("delta", "b", "next", {})]
     data = responses_stream(steps, end=False)
     provider = responses_alike([data], strict=strict)
     assert provider._template is not None
@@ -956,7 +957,7 @@ def test_a_new_part_on_the_same_index_takes_the_deltas() -> None:
     steps: list[ResponsesStep] = [
         ("delta", "a", "next", {}),
         ("part_added", "", "next", {}),
-        *[("delta", w, "next", {}) for w in "bcde"],
+        *[("delta", w, "next", {}) for w in "bcdefghijk"],
     ]
     data = responses_stream(steps, numbered=True, end=True)
     provider = responses_alike([data])
@@ -964,4 +965,4 @@ def test_a_new_part_on_the_same_index_takes_the_deltas() -> None:
     texts: dict[int, str] = {}
     for event in _run(data, OpenAIResponses()).of(sf.BlockDelta):
         texts[event.index] = texts.get(event.index, "") + event.text
-    assert texts == {1: "The first wordsa", 2: "bcde"}
+    assert texts == {1: "The first wordsa", 2: "bcdefghijk"}
