@@ -837,7 +837,7 @@ def test_responses_plain_deltas_take_the_template() -> None:
 def test_responses_rules_hold_for_templated_deltas(odd: ResponsesStep, strict: bool) -> None:
     # Each rule the parse applies to a delta (the number increases, nothing after the terminal
     # event, no text for a closed block) holds for a delta the template would read.
-    learn = [("delta", f"a{k}", "next", {}) for k in range(LEARN_AFTER)]
+    learn: list[ResponsesStep] = [("delta", f"a{k}", "next", {}) for k in range(LEARN_AFTER)]
     steps: list[ResponsesStep] = [*learn, odd, ("delta", "b", "next", {})]
     data = responses_stream(steps, end=False)
     provider = responses_alike([data], strict=strict)
