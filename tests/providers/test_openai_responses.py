@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -551,3 +552,96 @@ async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
 
     events = [e async for e in sf.aevents(reads(), provider=P)]
     assert events == run(BASIC, P).events
+
+
+# -- text sent only in the closing events ------------------------------------------------------
+
+MESSAGE = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}
+
+
+def done_only_stream(
+    text: str, arguments: str, carriers: set[str], *, deltas: bool = False
+) -> bytes:
+    """A message part and a function call whose text comes only from the closing events in
+    ``carriers`` (``done``: ``output_text.done``/``function_call_arguments.done``; ``part``:
+    ``content_part.done``; ``item``: ``output_item.done``), or also as deltas."""
+    e = Seq()
+    at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    frames = [
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=MESSAGE),
+        e("response.content_part.added", **at, part={"type": "output_text", "text": ""}),
+    ]
+    if deltas:
+        frames.append(e("response.output_text.delta", **at, delta=text, logprobs=[]))
+    if "done" in carriers:
+        frames.append(e("response.output_text.done", **at, text=text))
+    part = {"type": "output_text", "text": text if "part" in carriers else ""}
+    frames.append(e("response.content_part.done", **at, part=part))
+    content = [{"type": "output_text", "text": text}] if "item" in carriers else []
+    frames.append(
+        e("response.output_item.done", output_index=0, item={**MESSAGE, "content": content})
+    )
+    frames.append(e("response.output_item.added", output_index=1, item=CALL))
+    if deltas:
+        frames.append(e("response.function_call_arguments.delta", output_index=1, delta=arguments))
+    if "done" in carriers:
+        frames.append(
+            e("response.function_call_arguments.done", output_index=1, arguments=arguments)
+        )
+    final = {**CALL, "arguments": arguments if "item" in carriers else ""}
+    frames.append(e("response.output_item.done", output_index=1, item=final))
+    frames.append(e("response.completed", response=response("completed", usage=USAGE)))
+    return sse(*frames)
+
+
+@pytest.mark.parametrize(
+    "carriers", [{"done"}, {"part"}, {"item"}, {"done", "part", "item"}], ids=sorted
+)
+def test_text_and_arguments_sent_only_in_the_closing_events(carriers: set[str]) -> None:
+    # A server may stream nothing and send the whole text in the closing events: the message
+    # must not fold to an empty answer (the arguments ride only on `.done` and the item).
+    message = sf.fold([done_only_stream("Full text", '{"city": "Paris"}', carriers)], P)
+    assert message.complete and message.warnings == []
+    assert message.text == ("Full text" if carriers & {"done", "part", "item"} else "")
+    expected = {"city": "Paris"} if carriers & {"done", "item"} else {}
+    assert message.tool_calls[0].arguments == expected
+
+
+@given(
+    st.text(min_size=1, max_size=20),
+    st.sets(st.sampled_from(["done", "part", "item"])),
+    st.booleans(),
+    st.data(),
+)
+def test_closing_events_never_repeat_text_the_deltas_gave(
+    text: str, carriers: set[str], deltas: bool, data: st.DataObject
+) -> None:
+    json_text = '{"q": ' + json.dumps(text) + "}"
+    body = done_only_stream(text, json_text, carriers, deltas=deltas)
+    message = sf.fold(split_at(body, data.draw(st.lists(st.integers(0, len(body))))), P)
+    has_text = deltas or bool(carriers)
+    assert message.text == (text if has_text else "")
+    has_arguments = deltas or bool(carriers & {"done", "item"})
+    assert message.tool_calls[0].arguments_json == (json_text if has_arguments else "")
+
+
+def test_a_delta_after_its_part_closed_empty_is_still_late() -> None:
+    # A part closed with no text stays open for its item's text, but not for deltas.
+    e = Seq()
+    at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    body = sse(
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=MESSAGE),
+        e("response.content_part.added", **at, part={"type": "output_text", "text": ""}),
+        e("response.content_part.done", **at, part={"type": "output_text", "text": ""}),
+        e("response.output_text.delta", **at, delta="late", logprobs=[]),
+        e("response.output_item.done", output_index=0, item=MESSAGE),
+        e("response.completed", response=response("completed", usage=USAGE)),
+    )
+    message = sf.fold([body], P)
+    assert message.text == ""
+    assert any("after its end" in w for w in message.warnings)
+    with pytest.raises(sf.ProtocolError, match="after its end"):
+        sf.fold([body], P, strict=True)

@@ -32,6 +32,11 @@ Output items (by ``output_index``) -> blocks, numbered in order of appearance:
   progress events (``response.web_search_call.searching``…) -> ``Notice(kind="tool_progress")``.
 
 ``response.output_item.done`` closes the item's blocks with ``BlockEnd(data=<final item>)``.
+A block whose deltas never came takes its whole text from the closing events that repeat it
+(``output_text.done``/``refusal.done``, ``content_part.done``'s part, the function call's
+``arguments.done``, the item in ``output_item.done``), so a server that streams no deltas does
+not fold to an empty answer; a part closed empty waits for its item's text. When deltas came,
+those events add nothing.
 Annotations -> ``CitationAdded``: ``start``/``end`` are ``start_index``/``end_index``,
 code-point offsets into the text part (verified on a capture with curly quotes and dashes); the
 annotation is the source. The stream ends with exactly one of ``response.completed`` (finish
@@ -99,10 +104,6 @@ SILENT_EVENTS = frozenset(
     {
         "response.in_progress",
         "response.queued",
-        "response.output_text.done",
-        "response.refusal.done",
-        "response.function_call_arguments.done",
-        "response.custom_tool_call_input.done",
         "response.reasoning_summary_text.done",
         "response.reasoning_summary_part.done",
         "response.reasoning_text.done",
@@ -110,6 +111,16 @@ SILENT_EVENTS = frozenset(
         "response.mcp_call_arguments.done",
     }
 )
+
+#: ``.done`` events that repeat a block's whole text, and the payload key holding it: the text
+#: or arguments of a block whose deltas never came (a server may send only these) is taken
+#: from here, or from the item in ``output_item.done``.
+DONE_TEXT: dict[str, tuple[str, str]] = {
+    "response.output_text.done": ("part", "text"),
+    "response.refusal.done": ("part", "refusal"),
+    "response.function_call_arguments.done": ("item", "arguments"),
+    "response.custom_tool_call_input.done": ("item", "input"),
+}
 
 #: Prefixes of the progress events of provider-run tools.
 PROGRESS_PREFIXES = (
@@ -192,12 +203,18 @@ class OpenAIResponses(Provider):
         #: The block of the last delta parsed, and how many of its deltas were parsed in a row.
         self._parsed_block = -1
         self._parsed_run = 0
+        #: Blocks that received text (a delta, or the text their opening event carried).
+        self._fed: set[int] = set()
+        #: Parts closed by ``content_part.done`` with no text yet: left open for the text the
+        #: item's ``output_item.done`` may still carry, and closed there (or at the end).
+        self._empty_done: set[int] = set()
         self._on: dict[str, _Handler] = {
             "response.created": self._created,
             "response.output_item.added": self._item_added,
             "response.output_item.done": self._item_done,
             "response.content_part.added": self._part_added,
             "response.content_part.done": self._part_done,
+            **dict.fromkeys(DONE_TEXT, self._done_text),
             "response.reasoning_summary_part.added": self._summary_part_added,
             "response.output_text.annotation.added": self._annotation,
             "response.completed": self._completed,
@@ -291,6 +308,9 @@ class OpenAIResponses(Provider):
         usage = response.get("usage")
         if usage.__class__ is dict:
             out.append(UsageUpdate(usage=usage_from_responses(usage), raw=frame))
+        for block in sorted(self._empty_done):
+            self._close(block, frame, out)  # its item's text never came: it stays empty
+        self._empty_done.clear()
         reason: FinishReason = "stop"
         raw_reason = status if status.__class__ is str else p["type"].removeprefix("response.")
         if p["type"] == "response.incomplete" or status == "incomplete":
@@ -383,6 +403,7 @@ class OpenAIResponses(Provider):
             )
             initial = item.get("arguments") or item.get("input")
             if initial and initial.__class__ is str:
+                self._fed.add(state.block)
                 out.append(text_delta(state.block, "tool_call", initial, 0, frame))
             return
         if item_type == "reasoning":
@@ -409,7 +430,10 @@ class OpenAIResponses(Provider):
             return
         state.done = True
         item = p.get("item")
+        if item.__class__ is dict:
+            self._fill_from_item(state, item, frame, out)
         for block, _kind in state.parts.values():
+            self._empty_done.discard(block)
             self._close(block, frame, out)
         if state.block >= 0:
             if state.kind == "reasoning" and item.__class__ is dict:
@@ -417,6 +441,49 @@ class OpenAIResponses(Provider):
                 if encrypted:
                     out.append(SignatureDelta(index=state.block, signature=encrypted, raw=frame))
             self._close(state.block, frame, out, data=item)
+
+    def _done_text(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """``output_text.done``, ``refusal.done``, ``function_call_arguments.done``…: the
+        block's whole text again. Nothing new when its deltas came; the whole text when none
+        did, so that a server sending only these events does not fold to an empty answer."""
+        event = p["type"]
+        target, key = DONE_TEXT[event]
+        state = self._items.get(p["output_index"])
+        if state is None:
+            return  # an item never added: its deltas would have said so already
+        if target == "part":
+            part = state.parts.get(p.get("content_index", 0))
+            block = part[0] if part is not None else -1
+        else:
+            block = state.block
+        self._fill(block, p.get(key), frame, out)
+
+    def _fill_from_item(
+        self, state: _Item, item: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        """``output_item.done``: the text of blocks that got none, from the finished item."""
+        if state.item_type == "message":
+            content = item.get("content")
+            if content.__class__ is not list:
+                return
+            for index, (block, kind) in state.parts.items():
+                if 0 <= index < len(content) and content[index].__class__ is dict:
+                    part = content[index]
+                    self._fill(
+                        block, part.get("refusal" if kind == "refusal" else "text"), frame, out
+                    )
+        elif state.item_type == "function_call":
+            self._fill(state.block, item.get("arguments"), frame, out)
+        elif state.item_type == "custom_tool_call":
+            self._fill(state.block, item.get("input"), frame, out)
+
+    def _fill(self, block: int, text: Any, frame: Any, out: list[Event]) -> None:
+        """The whole ``text`` of an open ``block`` that received none, as its one delta."""
+        kind = self._open.get(block)
+        if kind is None or block in self._fed or text.__class__ is not str or not text:
+            return
+        self._fed.add(block)
+        out.append(text_delta(block, kind, text, 0, frame))
 
     def _part_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.content_part.added", frame)
@@ -429,13 +496,21 @@ class OpenAIResponses(Provider):
         state.parts[content_index] = (block, kind)
         initial = part.get("text") or part.get("refusal")
         if initial and initial.__class__ is str:
+            self._fed.add(block)
             out.append(text_delta(block, kind, initial, 0, frame))
 
     def _part_done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.content_part.done", frame)
         part = state.parts.get(p["content_index"])
         if part is not None:
-            self._close(part[0], frame, out)
+            block, kind = part
+            whole = p.get("part")
+            if whole.__class__ is dict:
+                self._fill(block, whole.get("refusal" if kind == "refusal" else "text"), frame, out)
+            if block in self._fed or block not in self._open:
+                self._close(block, frame, out)
+            else:
+                self._empty_done.add(block)
 
     def _summary_part_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.reasoning_summary_part.added", frame)
@@ -476,7 +551,7 @@ class OpenAIResponses(Provider):
         else:
             block = state.block
         kind_now = self._open.get(block)
-        if kind_now is None:
+        if kind_now is None or block in self._empty_done:
             self.violation(f"delta for block {block} after its end", out, event=event, raw=frame)
             return
         text = p["delta"]
@@ -486,6 +561,7 @@ class OpenAIResponses(Provider):
             )
         if not text:
             return
+        self._fed.add(block)
         logprobs = p.get("logprobs")
         if logprobs:
             out.append(
