@@ -279,3 +279,19 @@ def test_captures_fold_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     data = path.read_bytes()
     for chunks in ([data], split(data, 3)):
         assert outcome(chunks, provider) == slow_outcome(monkeypatch, chunks, provider)
+
+
+@requires_captures
+@pytest.mark.parametrize("whole", [False, True], ids=["reads", "whole"])
+@pytest.mark.parametrize("provider", ["openai-responses", "auto"])
+def test_the_direct_path_is_taken_on_responses(
+    provider: str, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 654 deltas of reasoning summary and text: those read by template go to their block.
+    path = next(p for p in capture_files() if p.stem == "reasoning_summary")
+    data = path.read_bytes()
+    reference = slow_outcome(monkeypatch, [data], provider)
+    counts = counting_appender(monkeypatch)
+    got = outcome([data] if whole else split(data, 1), provider)
+    assert got == reference
+    assert counts[0] > 500

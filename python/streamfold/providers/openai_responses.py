@@ -122,6 +122,10 @@ DONE_TEXT: dict[str, tuple[str, str]] = {
     "response.custom_tool_call_input.done": ("item", "input"),
 }
 
+#: Kinds whose templated text the fold may take straight into its block (``direct_text``): a
+#: tool call's arguments are JSON the fold parses, so they stay events.
+DIRECT_KINDS = frozenset({"text", "reasoning"})
+
 #: Prefixes of the progress events of provider-run tools.
 PROGRESS_PREFIXES = (
     "response.web_search_call.",
@@ -232,6 +236,7 @@ class OpenAIResponses(Provider):
         template's block. Whatever would not simply be that (a number that does not increase,
         a closed block, anything after the terminal event) goes to ``handle``."""
         handle = self.handle
+        folding = self.text_sink is not None
         first = self.position + 1
         for self.position, frame in enumerate(frames, first):
             template = self._template
@@ -247,6 +252,21 @@ class OpenAIResponses(Provider):
                         if number is None or sequence is None or number > sequence:
                             if number is not None:
                                 self.sequence = number
+                            if (
+                                folding
+                                and kind in DIRECT_KINDS
+                                and (not out or self.fold_made(out))
+                            ):
+                                # Folding: the text goes straight to its block (``direct_text``).
+                                direct = self.text_direct
+                                append = (
+                                    direct[1]
+                                    if direct is not None and direct[0] is template
+                                    else self.direct_text(template, 0, block)
+                                )
+                                if append is not None:
+                                    append(text)
+                                    continue
                             out.append(text_delta(block, kind, text, 0, frame))
                             continue
             handle(frame, out)
