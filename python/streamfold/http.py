@@ -32,7 +32,15 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import TYPE_CHECKING, Any
 
 from ._transport import connection_lost, is_transport_error
@@ -278,53 +286,36 @@ def check_response(response: httpx.Response, provider: str) -> None:
 
     Reads (and closes) the response only when it raises.
     """
-    is_error, bad_type = _check_head(
-        provider, response.status_code, response.headers.get("content-type")
-    )
-    if not (is_error or bad_type):
-        return
-    try:
-        if is_error:
-            body, truncated = _read_bounded(response.iter_bytes(), MAX_ERROR_BODY)
-            raise _status_error(
-                provider,
-                response.status_code,
-                reason=response.reason_phrase,
-                headers=response.headers,
-                body=body,
-                truncated=truncated,
-            )
-        body, _ = _read_bounded(response.iter_bytes(), _EXCERPT_BYTES)
-        raise _content_type_error(
-            provider, response.headers.get("content-type", ""), body, response.status_code
-        )
-    finally:
-        response.close()
+    _check_sync(response, provider, response.reason_phrase, response.iter_bytes)
 
 
 def check_requests_response(response: Any, provider: str) -> None:
     """:func:`check_response` for a ``requests.Response``."""
-    is_error, bad_type = _check_head(
-        provider, response.status_code, response.headers.get("content-type")
-    )
+    _check_sync(response, provider, response.reason, lambda: response.iter_content(None))
+
+
+def _check_sync(
+    response: Any, provider: str, reason: str | None, body: Callable[[], Iterator[bytes]]
+) -> None:
+    """:func:`check_response` for a sync client's response (``status_code``, ``headers`` and
+    ``close()`` are alike in httpx and requests; its ``reason`` and ``body`` reader differ)."""
+    status = response.status_code
+    is_error, bad_type = _check_head(provider, status, response.headers.get("content-type"))
     if not (is_error or bad_type):
         return
     try:
-        chunks = response.iter_content(chunk_size=None)
         if is_error:
-            body, truncated = _read_bounded(chunks, MAX_ERROR_BODY)
+            text, truncated = _read_bounded(body(), MAX_ERROR_BODY)
             raise _status_error(
                 provider,
-                response.status_code,
-                reason=response.reason,
+                status,
+                reason=reason,
                 headers=response.headers,
-                body=body,
+                body=text,
                 truncated=truncated,
             )
-        body, _ = _read_bounded(chunks, _EXCERPT_BYTES)
-        raise _content_type_error(
-            provider, response.headers.get("content-type", ""), body, response.status_code
-        )
+        text, _ = _read_bounded(body(), _EXCERPT_BYTES)
+        raise _content_type_error(provider, response.headers.get("content-type", ""), text, status)
     finally:
         response.close()
 
