@@ -321,11 +321,11 @@ def _check_sync(
 
 
 @contextlib.contextmanager
-def _requests_chunks(response: Any, provider: str) -> Generator[Iterator[bytes]]:
-    check_requests_response(response, provider)
-    # `chunk_size=None`: each read as it arrives (with `stream=True`), decoded (gzip undone).
-    # requests raises its connection failures as `OSError`s: `_guard` reports them.
-    chunks = _guard(response.iter_content(chunk_size=None), provider)
+def _closing_body(
+    body: Iterator[bytes], response: Any, provider: str
+) -> Generator[Iterator[bytes]]:
+    """``body`` with connection failures reported (``_guard``), the response closed on exit."""
+    chunks = _guard(body, provider)
     try:
         yield chunks
     finally:
@@ -341,7 +341,11 @@ def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes
     closed on exit (end of body, early exit, exception in the caller's loop)."""
     requests_response = _requests_response(source)
     if requests_response is not None:
-        with _requests_chunks(requests_response, provider) as chunks:
+        check_requests_response(requests_response, provider)
+        # `chunk_size=None`: each read as it arrives (with `stream=True`), decoded (gzip
+        # undone). requests raises its connection failures as `OSError`s, which `_guard` reports.
+        body = requests_response.iter_content(chunk_size=None)
+        with _closing_body(body, requests_response, provider) as chunks:
             yield chunks
         return
     response = _httpx_response(source)
@@ -357,14 +361,8 @@ def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes
             "(or read it with httpx.Client)"
         )
     check_response(response, provider)
-    chunks = _guard(response.iter_bytes(), provider)
-    try:
+    with _closing_body(response.iter_bytes(), response, provider) as chunks:
         yield chunks
-    finally:
-        try:
-            chunks.close()
-        finally:
-            response.close()
 
 
 def _guard(chunks: Iterator[bytes], provider: str) -> Generator[bytes]:
