@@ -147,7 +147,7 @@ class ChunkTemplate:
         found = _learn_cut(data, chunk, key=key, text=text, expected=expected)
         if found is None:
             return None
-        prefix, rest, mode, padding_end, _ = found
+        prefix, rest, mode, padding_end = found
         return cls(
             prefix, rest, mode=mode, padding_end=padding_end, state=state, block=block, kind=kind
         )
@@ -280,7 +280,7 @@ class NumberedTemplate:
             found = _learn_cut(data, chunk, key=key, text=text, expected=expected)
             if found is None:
                 return None
-            prefix, rest, mode, padding_end, _ = found
+            prefix, rest, mode, padding_end = found
             return cls(prefix, None, rest, mode, padding_end, block=block)
         number = chunk[number_key]
         if number.__class__ is not int or number < 0:
@@ -304,7 +304,7 @@ class NumberedTemplate:
             )
             if found is None or found[0].count(probe) != 1:
                 return None  # unproved, or the number lies after the string
-            prefix, rest, mode, padding_end, _ = found
+            prefix, rest, mode, padding_end = found
             end = prefix.index(probe) + len(probe)
             head, middle = prefix[: end - len(str(other))], prefix[end:]
             if middle[:1].isdigit():  # never after a whole number; the cut relies on it
@@ -313,10 +313,10 @@ class NumberedTemplate:
         return None
 
 
-#: Where a learned template cuts its chunk: ``(prefix, rest, mode, padding_end, padding_key)``,
-#: ``ChunkTemplate``'s fields of those names and, for ``PADDED_VALUE``, the padding field. A
-#: plain tuple: learning is the cost a template must repay, and a named tuple adds to it.
-_Cut = tuple[str, str, int, str, str]
+#: Where a learned template cuts its chunk: ``(prefix, rest, mode, padding_end)``,
+#: ``ChunkTemplate``'s fields of those names. A plain tuple: learning is the cost a template
+#: must repay, and a named tuple adds to it.
+_Cut = tuple[str, str, int, str]
 
 
 def _learn_cut(
@@ -358,13 +358,13 @@ def _learn_cut(
                 head, tail = rest[:cut], rest[cut + len(value) :]
                 padded = {**want, padding: "Zz9"}
                 if _parses_to(prefix + "probe" + head + "Zz9" + tail, padded):
-                    return prefix, head, PADDED_VALUE, tail, padding
+                    return prefix, head, PADDED_VALUE, tail
         core = rest[:-1].rstrip(" ")
         if rest.endswith(" }") and all(
             _parses_to(prefix + "probe" + core + spaces, want) for spaces in ("}", "   }")
         ):
-            return prefix, core, PADDED_END, "", ""
-        return prefix, rest, EXACT, "", ""
+            return prefix, core, PADDED_END, ""
+        return prefix, rest, EXACT, ""
     return None
 
 

@@ -172,6 +172,11 @@ def usage_from_responses(usage: dict[str, Any]) -> Usage:
     )
 
 
+def _part_text(part: Any, kind: BlockKind) -> Any:
+    """The whole text a finished content part carries (``refusal`` for a refusal part)."""
+    return part.get("refusal" if kind == "refusal" else "text") if part.__class__ is dict else None
+
+
 class _Item:
     """One output item and its blocks."""
 
@@ -487,11 +492,8 @@ class OpenAIResponses(Provider):
             if content.__class__ is not list:
                 return
             for index, (block, kind) in state.parts.items():
-                if 0 <= index < len(content) and content[index].__class__ is dict:
-                    part = content[index]
-                    self._fill(
-                        block, part.get("refusal" if kind == "refusal" else "text"), frame, out
-                    )
+                if 0 <= index < len(content):
+                    self._fill(block, _part_text(content[index], kind), frame, out)
         elif state.item_type == "function_call":
             self._fill(state.block, item.get("arguments"), frame, out)
         elif state.item_type == "custom_tool_call":
@@ -524,9 +526,7 @@ class OpenAIResponses(Provider):
         part = state.parts.get(p["content_index"])
         if part is not None:
             block, kind = part
-            whole = p.get("part")
-            if whole.__class__ is dict:
-                self._fill(block, whole.get("refusal" if kind == "refusal" else "text"), frame, out)
+            self._fill(block, _part_text(p.get("part"), kind), frame, out)
             if block in self._fed or block not in self._open:
                 self._close(block, frame, out)
             else:
