@@ -85,17 +85,28 @@ def evaluate(
     v: list[Verdict] = []
     for reads, need in (("16KiB", 5.0), ("1-64B", 4.0)):
         groups = {p: f"framing | {p} stream | {reads} reads" for p in ("openai", "anthropic")}
+        # Judged against whichever hand-written framer is faster on that stream and read size
+        # (the smaller ratio): the shortcuts of `minimal` pay at 16 KiB reads, the plain one's
+        # simpler reads can win at 1-64 B. Both ratios are shown.
+        pairs: list[tuple[str, float | None]] = []
+        shown: list[str] = []
+        for p, g in groups.items():
+            fast, plain = _ratio(tables, g, "minimal"), _ratio(tables, g, "minimal, plain")
+            known = [r for r in (fast, plain) if r is not None]
+            pairs.append((p, min(known) if known else None))
+            shown += [
+                f"{fmt_ratio(r)} vs {name} ({p})"
+                for name, r in (("minimal", fast), ("plain", plain))
+                if r is not None
+            ]
         verdict = _at_least(
             "2",
-            f"framer ≥ {need:g}x the minimal framer at {reads} reads",
-            [(p, _ratio(tables, g, "minimal")) for p, g in groups.items()],
+            f"framer ≥ {need:g}x the minimal framer at {reads} reads (the faster of the two)",
+            pairs,
             need,
         )
-        # Judged against the faster of the two hand-written framers; the plain one is shown.
-        plain = [(p, _ratio(tables, g, "minimal, plain")) for p, g in groups.items()]
-        if any(r is not None for _p, r in plain):
-            shown = ", ".join(f"{fmt_ratio(r)} ({p})" for p, r in plain if r is not None)
-            verdict = replace(verdict, measured=f"{verdict.measured}; vs the plain one: {shown}")
+        if shown:
+            verdict = replace(verdict, measured=f"{verdict.measured}; " + ", ".join(shown))
         v.append(verdict)
     r4, r1 = _big(tables, "4 KiB reads", 16 * MiB), _big(tables, "fed at once", 16 * MiB)
     if r4 and r1:
