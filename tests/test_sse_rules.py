@@ -355,6 +355,15 @@ def test_oversized_event_raises_protocol_error_with_limit_offset_and_prior_event
     assert datas(dec.feed(b"data: ok3\n\n")) == ["ok3"]
 
 
+def test_what_followed_an_oversized_event_comes_with_the_next_read_inside_a_payload() -> None:
+    dec = SSEDecoder(max_event_bytes=8)
+    with pytest.raises(ProtocolError):
+        dec.feed(b"data: 0123456789abcdef\n\ndata: ok2\n\ndata: pa")
+    # The next read only adds to the open payload, yet the event held back comes with it.
+    assert datas(dec.feed(b"rt")) == ["ok2"]
+    assert datas(dec.feed(b"\n\n")) == ["part"]
+
+
 def test_every_oversized_event_is_raised_in_turn() -> None:
     dec = SSEDecoder(max_event_bytes=4)
     stream = b"data: a\n\ndata: 12345\n\ndata: b\n\nevent: 123456\ndata: c\n\ndata: d\n\n"

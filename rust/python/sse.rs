@@ -503,9 +503,22 @@ impl SSEDecoder {
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         if let Ok(bytes) = chunk.cast::<PyBytes>() {
-            return self.run(py, Input::Bytes(bytes));
+            let mut guard = self.lock(py)?;
+            let state = &mut *guard;
+            let b = bytes.as_bytes();
+            // Most small reads fall inside a payload: appended, no event, nothing else to do,
+            // so none of `run`'s setup is paid. A bigger read goes to `run`, which may keep it
+            // uncopied; so does any read while frames held back after an error wait to be
+            // returned. (A closed decoder takes no data: `run` raises.)
+            if b.len() < HOLD_MIN_CHUNK && state.backlog.is_empty() && state.decoder.append_data(b)
+            {
+                return Ok(PyList::empty(py));
+            }
+            return Self::run(py, guard, Input::Bytes(bytes));
         }
-        with_chunk_bytes(chunk, |bytes| self.run(py, Input::Copy(bytes)))?
+        with_chunk_bytes(chunk, |bytes| {
+            Self::run(py, self.lock(py)?, Input::Copy(bytes))
+        })?
     }
 
     fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, SseState>> {
@@ -518,8 +531,11 @@ impl SSEDecoder {
     /// objects are made. An event's data is a range of the chunk itself when the decoder saw its
     /// block whole there (most events, no copy), else of one buffer for the call holding the
     /// data of all the other events back to back (one allocation, not one per event).
-    fn run<'py>(&self, py: Python<'py>, input: Input<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut guard = self.lock(py)?;
+    fn run<'py>(
+        py: Python<'py>,
+        mut guard: MutexGuard<'_, SseState>,
+        input: Input<'_, 'py>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let state = &mut *guard;
         if !matches!(input, Input::End) && state.decoder.is_closed() {
             return Err(closed("SSEDecoder"));
@@ -640,7 +656,7 @@ impl SSEDecoder {
 
     /// End of input. An event not closed by a blank line is discarded (see `dropped_partial`).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.run(py, Input::End)
+        Self::run(py, self.lock(py)?, Input::End)
     }
 
     /// The last event id committed by a blank line.
