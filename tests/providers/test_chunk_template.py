@@ -173,7 +173,7 @@ def test_mistral_padding_is_learned() -> None:
 def test_a_template_never_outlives_a_finished_choice(make: type[Provider]) -> None:
     payloads = [_openai(w) for w in ("a", "b", "c")]
     finish = '{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
-    fast, slow = both(_frames(START, *payloads, finish, _openai("late")), make)
+    fast, slow = both(_frames(START, *payloads, finish, _openai("late"), "[DONE]"), make)
     assert_same(fast, slow)
     assert len(fast.warnings) == 1
     assert fast.error is None

@@ -275,6 +275,7 @@ def test_text_then_tool_call_closes_the_text_block() -> None:
         chunk(choice(content="Let me check.")),
         chunk(choice(tool_calls=[call(0, "{}", "call_1", "lookup")])),
         chunk(choice(finish="tool_calls")),
+        "[DONE]",
     )
     result = run(stream, "openai")
     names = [(type(e).__name__, getattr(e, "index", None)) for e in result.events]
@@ -500,7 +501,10 @@ AFTER_DONE = sse(
     chunk(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
 )
 AFTER_FINISH = sse(
-    chunk(choice(content="x")), chunk(choice(finish="stop")), chunk(choice(content="late"))
+    chunk(choice(content="x")),
+    chunk(choice(finish="stop")),
+    chunk(choice(content="late")),
+    "[DONE]",
 )
 
 
@@ -514,6 +518,54 @@ def test_ordering_rules_warn_by_default_and_raise_when_strict(stream: bytes, rul
     assert "late" not in "".join(e.text for e in lenient.of(BlockDelta))
     strict = run(stream, "openai", strict=True)
     assert isinstance(strict.error, sf.ProtocolError) and rule in str(strict.error)
+
+
+# -- the end of the stream ---------------------------------------------------------------------
+
+CUT_BEFORE_DONE = sse(chunk(choice(content="x")), chunk(choice(finish="stop")))
+
+
+def test_a_cut_after_finish_reason_is_complete_and_says_done_is_missing() -> None:
+    # Completion is read from finish_reason (Mistral's guide), but what follows it (OpenAI's
+    # include_usage chunk, OpenRouter's error) may be lost: the user is told.
+    lenient = run(CUT_BEFORE_DONE, "openai")
+    assert lenient.error is None
+    assert len(lenient.warnings) == 1
+    assert "without [DONE]" in lenient.warnings[0] and "event" not in lenient.warnings[0]
+    message = sf.fold([CUT_BEFORE_DONE], provider="openai")
+    assert message.complete and message.text == "x" and message.finish_reason == "stop"
+    assert len(message.warnings) == 1 and "without [DONE]" in message.warnings[0]
+    strict = run(CUT_BEFORE_DONE, "openai", strict=True)
+    assert isinstance(strict.error, sf.ProtocolError) and "without [DONE]" in str(strict.error)
+
+
+def test_a_stream_cut_before_any_finish_says_nothing_of_done() -> None:
+    # Still an incomplete stream: the missing finish is the error, not the missing [DONE].
+    with pytest.raises(sf.IncompleteStreamError) as caught:
+        sf.fold([sse(chunk(choice(content="x")))], provider="openai")
+    assert not any("[DONE]" in w for w in caught.value.partial.warnings)
+
+
+#: The captures that end well: a finish, then ``[DONE]`` (not Groq's error frame, nor
+#: OpenRouter's error chunk, which raise before the end).
+ENDING_WELL = [
+    p
+    for p in (*CAPTURES, *captures("mistral"))
+    if p.read_bytes().endswith(b"data: [DONE]\n\n") and expected(p)["error"] is None
+]
+
+
+@pytest.mark.parametrize("path", ENDING_WELL, ids=lambda p: p.stem)
+def test_every_capture_cut_just_before_done_folds_the_same_with_one_warning(path: Path) -> None:
+    data = path.read_bytes()
+    provider = "mistral" if path.parent.name == "mistral" else "openai"
+    whole = sf.fold([data], provider=provider)
+    cut = sf.fold([data[: -len(b"data: [DONE]\n\n")]], provider=provider)
+    assert [w for w in cut.warnings if w not in whole.warnings] == [
+        f"{provider}: the stream ended after finish_reason without [DONE]: a usage chunk or "
+        f"an error sent after the finish may be missing (frame {data.count(b'data:') - 2})"
+    ]
+    assert dataclasses.replace(cut, warnings=whole.warnings) == whole
 
 
 def test_repeated_empty_finishing_chunk_is_not_a_violation() -> None:

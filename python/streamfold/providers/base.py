@@ -127,12 +127,17 @@ class Provider(ABC):
 
     def protocol_error(self, message: str, *, event: str | None, raw: Any = None) -> ProtocolError:
         return ProtocolError(
-            f"{self.name}: {message} (event {event!r}, frame {self.position})",
+            f"{self.name}: {message} ({self._where(event)})",
             provider=self.name,
             event=event,
             position=self.position,
             raw=raw,
         )
+
+    def _where(self, event: str | None) -> str:
+        """Where a message points: the event type when there is one, and the frame."""
+        frame = f"frame {self.position}"
+        return frame if event is None else f"event {event!r}, {frame}"
 
     def violation(
         self, message: str, out: list[Event], *, event: str | None, raw: Any = None
@@ -143,7 +148,7 @@ class Provider(ABC):
         out.append(
             Notice(
                 kind="warning",
-                message=f"{self.name}: {message} (event {event!r}, frame {self.position})",
+                message=f"{self.name}: {message} ({self._where(event)})",
                 raw=raw,
             )
         )

@@ -499,6 +499,21 @@ class OpenAIChat(Provider):
         self._template = kept[0] if kept else None
         self._spares = kept[1:]
 
+    def finish(self, out: list[Event]) -> None:
+        """End of input after every choice finished but before ``[DONE]``.
+
+        The answer itself is whole: completion is read from ``finish_reason``, as Mistral's
+        guide says to. But OpenAI sends the ``include_usage`` chunk after it, and OpenRouter
+        its in-stream error: a cut there loses them without a trace, so it is said.
+        """
+        if self.terminal_seen and not self._done:
+            self.violation(
+                "the stream ended after finish_reason without [DONE]: a usage chunk or an "
+                "error sent after the finish may be missing",
+                out,
+                event=None,
+            )
+
     def _done_marker(self, frame: Any, out: list[Event]) -> None:
         """``[DONE]``: the end of the data; what comes after it breaks the order."""
         self._template = None
