@@ -5,6 +5,7 @@
 pub mod json;
 pub mod jsonl;
 pub mod sse;
+pub mod surrogates;
 pub mod template;
 pub mod utf8;
 

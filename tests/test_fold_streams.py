@@ -91,6 +91,7 @@ def _openai_text(m: Message) -> None:
 def _openai_no_done(m: Message) -> None:
     assert m.complete
     assert m.text == "Hello ✓"
+    assert [w for w in m.warnings if "without [DONE]" in w] == [m.warnings[-1]]
 
 
 @case(
@@ -1069,3 +1070,77 @@ async def test_a_sync_iterable_given_to_the_async_fold_says_so() -> None:
             pass
     with pytest.raises(TypeError, match=r"HTTP response \(httpx.Response"):
         await sf.afold(42, provider="openai")
+
+
+# -- a character split into its two UTF-16 halves across deltas ---------------------------------
+
+
+def _utf16_pieces(text: str, cuts: list[int]) -> list[str]:
+    """``text`` cut at UTF-16 unit boundaries, as a JavaScript server cuts it: a cut inside an
+    astral character leaves each half a lone surrogate."""
+    units = text.encode("utf-16-le")
+    bounds = sorted({0, len(units), *(2 * c for c in cuts if 0 < 2 * c < len(units))})
+    return [units[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(bounds)]
+
+
+def _escaped(payload: Any) -> str:
+    """JSON as such servers write it: every character beyond ASCII escaped, halves included."""
+    return json.dumps(payload, ensure_ascii=True)
+
+
+def _openai_pieces(pieces: list[str]) -> bytes:
+    frames = [(None, _escaped(chunk(choice(content=p)))) for p in pieces]
+    return sse(*frames, (None, chunk(choice(finish="stop"))), done=True)
+
+
+def _anthropic_pieces(pieces: list[str]) -> bytes:
+    deltas = [
+        (
+            "content_block_delta",
+            _escaped(
+                anth("content_block_delta", index=0, delta={"type": "text_delta", "text": p})[1]
+            ),
+        )
+        for p in pieces
+    ]
+    return sse(
+        ANTHROPIC_START,
+        anth("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+        *deltas,
+        anth("content_block_stop", index=0),
+        anth("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 3}),
+        anth("message_stop"),
+    )
+
+
+def test_a_character_split_in_two_deltas_folds_to_one() -> None:
+    body = _openai_pieces(["a\ud83d", "\ude00b", "\ud83d"])
+    message = sf.fold([body], provider="openai")
+    # The pair is one character again; the last half stays as it came (as json.loads gives).
+    assert message.text == "a\U0001f600b\ud83d"
+    assert message.blocks[0].text == message.text
+    # events() gives the deltas as they came: each half alone.
+    deltas = [e.text for e in sf.events([body], provider="openai") if isinstance(e, sf.BlockDelta)]
+    assert deltas == ["a\ud83d", "\ude00b", "\ud83d"]
+
+
+@given(
+    text=st.text(
+        st.characters(codec="utf-8")
+        | st.sampled_from(["\U0001f600", "\U0001f9e1", "\U00010348", "é", "✓"]),
+        max_size=40,
+    ),
+    cuts=st.lists(st.integers(0, 90), max_size=30),
+    provider=st.sampled_from(["openai", "anthropic"]),
+    split=st.integers(1, 64),
+)
+def test_text_cut_by_utf16_units_folds_back_to_the_text(
+    text: str, cuts: list[int], provider: str, split: int
+) -> None:
+    pieces = [p for p in _utf16_pieces(text, cuts) if p]
+    make = _openai_pieces if provider == "openai" else _anthropic_pieces
+    body = make(pieces)
+    reads = [body[i : i + split] for i in range(0, len(body), split)]
+    message = sf.fold(reads, provider=provider)
+    assert message.text == text
+    message.text.encode()  # no half is left over

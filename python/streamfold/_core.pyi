@@ -14,11 +14,13 @@ __all__ = [
     "TemplateCut",
     "__version__",
     "_bench_str_from_utf8",
+    "_has_split_pair",
 ]
 
 __version__: str
 
 def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
+def _has_split_pair(text: str) -> bool: ...
 
 @final
 class ServerSentEvent:

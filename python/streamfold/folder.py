@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ._core import JsonAccumulator
+from ._core import JsonAccumulator, _has_split_pair
 from .errors import (
     IncompleteJsonError,
     IncompleteStreamError,
@@ -234,6 +234,21 @@ class _Call:
         )
 
 
+def _paired(text: str) -> str:
+    """``text`` with each character cut in two made one character again.
+
+    A host that cuts its text by UTF-16 units (JavaScript servers) can send an emoji as
+    ``"\\ud83d"`` in one delta and ``"\\ude00"`` in the next. Each parses alone to a lone
+    surrogate (as ``json.loads`` gives), and joined they would stay two, which
+    ``str.encode`` refuses. A lone surrogate is kept as it came. ASCII text, most of it, is
+    not looked at (``isascii`` is free); other text is scanned in Rust, since a regular
+    expression would cost a fold of mixed text about a sixth more.
+    """
+    if text.isascii() or not _has_split_pair(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 class _Block:
     """A block being accumulated: text pieces, or a tool call's accumulator."""
 
@@ -279,7 +294,7 @@ class _Block:
             return ""
         if len(pieces) > 1:
             # Keep the join: the next snapshot joins it with only the newer pieces.
-            pieces[:] = ["".join(pieces)]
+            pieces[:] = [_paired("".join(pieces))]
         return pieces[0]
 
     def refresh(self) -> Block:

@@ -20,7 +20,7 @@ mod _core {
     #[pymodule_export]
     use super::template::{NumberedCut, TemplateCut};
     #[pymodule_export]
-    use super::text::bench_str_from_utf8;
+    use super::text::{bench_str_from_utf8, has_split_pair};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
