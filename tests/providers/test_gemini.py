@@ -105,7 +105,9 @@ STREAMS = [p.read_bytes() for p in CAPTURES] + [BASIC]
 
 @given(st.data())
 def test_chunking_invariance(data: st.DataObject) -> None:
-    stream = data.draw(st.sampled_from([*STREAMS, CUT_BY_MAX_TOKENS, CUT_BY_EOF]))
+    stream = data.draw(
+        st.sampled_from([*STREAMS, CUT_BY_MAX_TOKENS, CUT_BY_EOF, CUT_BY_TEXT, CUT_BY_CALL])
+    )
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=60))
     whole = run(stream, "gemini")
     split = run(split_at(stream, cuts), "gemini")
@@ -320,6 +322,72 @@ def test_call_cut_by_stop_is_incomplete_and_warns() -> None:
     with pytest.raises(sf.ProtocolError) as info:
         sf.fold([stream], provider="gemini", strict=True)
     assert "streamed function call is open" in str(info.value)
+
+
+#: A text part, and another call, before the streamed call's closing ``{}``: the call was not
+#: finished, so it is cut as a ``finishReason`` inside it cuts it.
+CUT_BY_TEXT = gsse(opened(), args(PAR), chunk({"text": "Let me check."}), chunk(finish="STOP"))
+CUT_BY_CALL = gsse(
+    opened(),
+    args(PAR),
+    chunk({"functionCall": {"name": "lookup", "args": {"id": 1}}}),
+    chunk(finish="STOP"),
+)
+INSIDE = {
+    "text": (CUT_BY_TEXT, "text inside a streamed function call"),
+    "call": (CUT_BY_CALL, "a function call starts before the streamed one closed"),
+}
+
+
+@pytest.mark.parametrize("case", list(INSIDE))
+def test_part_inside_a_streamed_call_cuts_it_with_a_warning(case: str) -> None:
+    stream, warning = INSIDE[case]
+    message = sf.fold([stream], provider="gemini")
+    assert message.complete
+    cut = message.tool_calls[0]
+    assert (cut.name, cut.complete, cut.arguments, cut.arguments_json) == (
+        "search",
+        False,
+        None,
+        PAR_TEXT,
+    )
+    assert cut.error is not None and cut.error.startswith("incomplete JSON arguments")
+    assert message.blocks[0].complete is False
+    assert [w for w in message.warnings if warning in w]
+    with pytest.raises(ValueError, match="no valid arguments"):
+        message.to_request()
+    if case == "text":
+        assert message.text == "Let me check."
+    else:
+        whole = message.tool_calls[1]
+        assert (whole.name, whole.complete, whole.arguments) == ("lookup", True, {"id": 1})
+
+
+@pytest.mark.parametrize("case", list(INSIDE))
+def test_part_inside_a_streamed_call_events(case: str) -> None:
+    stream, _ = INSIDE[case]
+    result = run(stream, "gemini")
+    # The cut call's text goes out before the part that cut it, and its block never ends.
+    assert [type(e).__name__ for e in result.events[1:5]] == [
+        "BlockStart",
+        "BlockDelta",
+        "Notice",
+        "BlockStart",
+    ]
+    assert result.of(BlockDelta)[0].text == PAR_TEXT
+    assert 0 not in [e.index for e in result.of(BlockEnd)]
+
+
+@pytest.mark.parametrize("case", list(INSIDE))
+def test_part_inside_a_streamed_call_strict_raises_with_what_arrived(case: str) -> None:
+    stream, warning = INSIDE[case]
+    with pytest.raises(sf.ProtocolError) as info:
+        sf.fold([stream], provider="gemini", strict=True)
+    assert warning in str(info.value)
+    partial = info.value.partial
+    assert partial is not None
+    (call,) = partial.tool_calls
+    assert (call.complete, call.arguments, call.arguments_json) == (False, None, PAR_TEXT)
 
 
 def test_input_ending_inside_a_call_keeps_what_arrived_in_the_partial() -> None:

@@ -23,9 +23,13 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   "nullValue", "willContinue"}]}`` add to it (``stringValue`` pieces of one path concatenate)
   and ``{}`` closes it; the arguments assembled from the paths are sent as one ``BlockDelta``
   (their JSON text) right before the ``BlockEnd``. A call that never closes (``finishReason``
-  such as ``MAX_TOKENS`` inside it, an error chunk, the end of input) sends instead the JSON
-  text of what arrived left open (no closing brace, the string being streamed unquoted) and
-  no ``BlockEnd``: the fold reports it ``complete=False`` with that text, never as ``{}``;
+  such as ``MAX_TOKENS`` inside it, a text part or another call before its ``{}``, an error
+  chunk, the end of input or a lost connection) sends instead the JSON text of what arrived
+  left open (no closing brace, the string being streamed unquoted) and no ``BlockEnd``: the
+  fold reports it ``complete=False`` with that text, never as ``{}`` nor as whole. The text
+  is sent only then, not piece by piece: pieces are values at JSON paths, which may arrive
+  out of document order (a later piece can add to an earlier object, array or string), so no
+  prefix of the text is final before the call ends;
 * ``executableCode`` / ``codeExecutionResult`` -> complete ``server_tool`` blocks with the part
   in ``data``; ``inlineData`` / ``fileData`` -> ``MediaAdded``;
 * ``finishReason`` -> ``BlockEnd`` of the open blocks, then ``MessageEnd``; a prompt blocked
@@ -337,13 +341,17 @@ class Gemini(Provider):
         self, state: _Candidate, kind: BlockKind, text: str, frame: Any, out: list[Event]
     ) -> None:
         if state.call >= 0:
+            # Only ``{}`` finishes a streamed call: a text part before it means the call's
+            # arguments stopped short, so it is cut (kept open, ``complete=False``) as at a
+            # ``finishReason`` inside it, never passed off as whole. Cut first, so that the
+            # strict error's partial keeps the arguments that arrived.
+            self._cut_call(state, frame, out)
             self.violation(
                 "text inside a streamed function call (no closing functionCall {})",
                 out,
                 event=frame.event,
                 raw=frame,
             )
-            self._end_call(state, frame, out)
         if state.prose_kind != kind:
             self._open_prose(state, kind, frame, out)
         out.append(text_delta(state.prose, kind, text, state.index, frame))
@@ -364,13 +372,14 @@ class Gemini(Provider):
                 self._end_call(state, frame, out)  # ``{}`` closes it
                 return
             else:
+                # The same for a new call: the open one never got its ``{}``.
+                self._cut_call(state, frame, out)
                 self.violation(
                     "a function call starts before the streamed one closed",
                     out,
                     event=frame.event,
                     raw=frame,
                 )
-                self._end_call(state, frame, out)
                 self._function_call(state, call, signature, frame, out)
                 return
             if signature:
