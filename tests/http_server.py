@@ -58,7 +58,7 @@ import re
 import socket
 import threading
 import zlib
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -220,12 +220,24 @@ def _cohere_v1() -> str:
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
 
 
+def _chat_without_model() -> str:
+    """Chat Completions chunks that name no model: ``auto`` cannot tell OpenAI from Mistral,
+    so it holds the frames until the stream decides, or ends (then it is OpenAI)."""
+    chunks: list[Any] = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
+        for piece in ("Hel", "lo, ", "wor", "ld!")
+    ]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return "".join(_sse(None, chunk) for chunk in chunks) + _sse(None, "[DONE]")
+
+
 #: name -> (provider, content type, body)
 STREAMS: dict[str, tuple[str, str, bytes]] = {
     "onecortex": ("onecortex", SSE, _onecortex().encode()),
     "clouisle": ("clouisle", SSE, _clouisle().encode()),
     "openai-responses": ("openai-responses", SSE, _openai_responses().encode()),
     "cohere-v1": ("cohere-v1", NDJSON, _cohere_v1().encode()),
+    "chat-no-model": ("auto", SSE, _chat_without_model().encode()),
 }
 
 
@@ -692,6 +704,10 @@ CLIENT_BACKENDS = {
 }
 
 
+#: Events read, and the error that stopped the reading (``None``: none).
+Drained = tuple[list[Any], Exception | None]
+
+
 class Client:
     """One HTTP client stack: fold / events / resumable fold of a URL."""
 
@@ -711,6 +727,36 @@ class Client:
     async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
         """Read ``n`` events, then break out of the loop (or raise in it); events read."""
         raise NotImplementedError
+
+    async def events_until_error(self, url: str, provider: str) -> Drained:
+        """The events read, and the error that ended them (``None``: the stream ended)."""
+        raise NotImplementedError
+
+
+def drain(events: Iterable[Any]) -> Drained:
+    """Every event up to the error that ends them: a list() of them loses them all."""
+    import streamfold as sf
+
+    seen: list[Any] = []
+    try:
+        for event in events:
+            seen.append(event)
+    except sf.StreamfoldError as exc:
+        return seen, exc
+    return seen, None
+
+
+async def adrain(events: AsyncIterable[Any]) -> Drained:
+    """Async twin of :func:`drain`."""
+    import streamfold as sf
+
+    seen: list[Any] = []
+    try:
+        async for event in events:
+            seen.append(event)
+    except sf.StreamfoldError as exc:
+        return seen, exc
+    return seen, None
 
 
 class _Leave(Exception):
@@ -735,6 +781,14 @@ class HttpxSync(Client):
 
         with httpx.Client() as client, client.stream("GET", url) as response:
             return list(sf.events(response, provider=provider))
+
+    async def events_until_error(self, url: str, provider: str) -> Drained:
+        import httpx
+
+        import streamfold as sf
+
+        with httpx.Client() as client, client.stream("GET", url) as response:
+            return drain(sf.events(response, provider=provider))
 
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any
@@ -790,6 +844,14 @@ class HttpxAsync(Client):
         async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
             return [event async for event in sf.aevents(response, provider=provider)]
 
+    async def events_until_error(self, url: str, provider: str) -> Drained:
+        import httpx
+
+        import streamfold as sf
+
+        async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
+            return await adrain(sf.aevents(response, provider=provider))
+
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any
     ) -> Any:
@@ -844,6 +906,14 @@ class Aiohttp(Client):
 
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return [event async for event in sf.aevents(response, provider=provider)]
+
+    async def events_until_error(self, url: str, provider: str) -> Drained:
+        import aiohttp
+
+        import streamfold as sf
+
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return await adrain(sf.aevents(response, provider=provider))
 
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any
@@ -901,6 +971,14 @@ class Requests(Client):
 
         with requests.Session() as session, session.get(url, stream=True) as response:
             return list(sf.events(response, provider=provider))
+
+    async def events_until_error(self, url: str, provider: str) -> Drained:
+        import requests
+
+        import streamfold as sf
+
+        with requests.Session() as session, session.get(url, stream=True) as response:
+            return drain(sf.events(response, provider=provider))
 
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any

@@ -14,6 +14,7 @@ import pytest
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from conftest import CAPTURES as CAPTURE_ROOT
 from http_server import (
     CLIENT_BACKENDS,
     STREAMS,
@@ -22,6 +23,7 @@ from http_server import (
     make_client,
     stream_server,
 )
+from streamfold.events import BlockDelta
 from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
@@ -262,6 +264,103 @@ async def test_cut_connection_is_incomplete_with_the_partial(
     # The client's own exception says what happened to the connection.
     assert exc.__cause__ is not None
     assert "connection" in exc.message
+
+
+#: A Vertex capture whose calls stream their arguments (``partialArgs``), and a cut inside
+#: its first ``read_screen`` call: after the piece ``"A"`` (still streaming), in the middle of
+#: the next frame.
+VERTEX = ("gemini", "vertex_partial_args_parallel")
+
+
+def vertex_cut() -> tuple[bytes, int]:
+    folder, name = VERTEX
+    body = (CAPTURE_ROOT / folder / f"{name}.sse").read_bytes()
+    cut = body.index(b'"stringValue":""', body.index(b'"stringValue":"A"'))
+    return body, cut
+
+
+def bytes_until_error(body: bytes, provider: str) -> tuple[list[Any], Any]:
+    """The events of ``body`` read whole, and the error ending them (a clean end of input)."""
+    seen: list[Any] = []
+    try:
+        for event in sf.events([body], provider=provider):
+            seen.append(event)
+    except sf.StreamfoldError as exc:
+        return seen, exc
+    return seen, None
+
+
+@requires_captures
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", ["gemini", "auto"])
+async def test_connection_lost_inside_a_streamed_call_keeps_its_arguments(
+    client: Client, stream_server: StreamServer, provider: str
+) -> None:
+    # The provider holds a streamed call's arguments until the call ends; a lost connection
+    # ends the input as a clean end would, so the partial is the one of the bytes that arrived.
+    body, cut = vertex_cut()
+    url = stream_server.url("/capture/{}/{}".format(*VERTEX), cut=cut)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold(url, provider)
+    exc = info.value
+    assert exc.__cause__ is not None and "connection" in exc.message  # a lost connection
+    partial = exc.partial
+    assert partial is not None and not partial.complete
+    theme, screen = partial.tool_calls
+    assert (theme.name, theme.complete) == ("read_theme", True)
+    assert (screen.name, screen.complete, screen.arguments) == ("read_screen", False, None)
+    assert screen.arguments_json == '{"id": "A'
+    assert screen.error == "the stream ended before the call's arguments were complete"
+    assert partial == fold_bytes(body[:cut], provider)[2]
+
+
+@requires_captures
+@pytest.mark.anyio
+async def test_connection_lost_events_end_like_a_clean_end(
+    client: Client, stream_server: StreamServer
+) -> None:
+    body, cut = vertex_cut()
+    url = stream_server.url("/capture/{}/{}".format(*VERTEX), cut=cut)
+    events, error = await client.events_until_error(url, "gemini")
+    assert isinstance(error, sf.IncompleteStreamError) and error.__cause__ is not None
+    clean, _ = bytes_until_error(body[:cut], "gemini")
+    assert events == clean
+    assert isinstance(events[-1], BlockDelta) and events[-1].text == '{"id": "A'
+
+
+@pytest.mark.anyio
+async def test_connection_lost_before_auto_decides_keeps_the_held_frames(
+    client: Client, stream_server: StreamServer
+) -> None:
+    # ``auto`` holds Chat Completions chunks that name no model until it can tell OpenAI from
+    # Mistral: at the end of input it replays them as OpenAI, also when the connection drops.
+    _, _, body = STREAMS["chat-no-model"]
+    cut = body.index(b"wor") + 1
+    url = stream_server.url("/stream/chat-no-model", cut=cut)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold(url, "auto")
+    partial = info.value.partial
+    assert info.value.__cause__ is not None
+    assert partial is not None and partial.text == "Hello, "
+    assert partial == fold_bytes(body[:cut], "auto")[2]
+    events, error = await client.events_until_error(url, "auto")
+    assert isinstance(error, sf.IncompleteStreamError)
+    assert events == bytes_until_error(body[:cut], "auto")[0]
+
+
+@requires_captures
+def test_stream_connection_lost_inside_a_streamed_call(stream_server: StreamServer) -> None:
+    body, cut = vertex_cut()
+    url = stream_server.url("/capture/{}/{}".format(*VERTEX), cut=cut)
+    with (
+        sf.stream("GET", url, provider="gemini") as s,
+        pytest.raises(sf.IncompleteStreamError) as info,
+    ):
+        s.fold()
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.tool_calls[-1].arguments_json == '{"id": "A'
+    assert partial == fold_bytes(body[:cut], "gemini")[2]
 
 
 # -- no leaked connections -------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
+from ._transport import ConnectionLostError
 from .events import Event
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import async_byte_chunks, sync_byte_chunks
@@ -32,13 +33,19 @@ def events(
     dropped connection never passes for a short answer.
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
-    with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
-        for chunk in byte_iter:
-            yield from pipeline.feed(chunk)
+    try:
+        with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+            for chunk in byte_iter:
+                yield from pipeline.feed(chunk)
+                pipeline.raise_pending()
+            yield from pipeline.close()
             pipeline.raise_pending()
-        yield from pipeline.close()
-        pipeline.raise_pending()
-        _check_terminal(pipeline)
+            _check_terminal(pipeline)
+    except ConnectionLostError:
+        # The events the provider makes at the end of input (a cut call's arguments, frames
+        # ``auto`` still held) come before the error, as they do at a clean end.
+        yield from pipeline.lost()
+        raise
 
 
 async def aevents(
@@ -50,15 +57,20 @@ async def aevents(
 ) -> AsyncIterator[Event]:
     """Async twin of :func:`events` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
-    async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
-        async for chunk in byte_iter:
-            for event in pipeline.feed(chunk):
+    try:
+        async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+            async for chunk in byte_iter:
+                for event in pipeline.feed(chunk):
+                    yield event
+                pipeline.raise_pending()
+            for event in pipeline.close():
                 yield event
             pipeline.raise_pending()
-        for event in pipeline.close():
+            _check_terminal(pipeline)
+    except ConnectionLostError:
+        for event in pipeline.lost():  # as in ``events``
             yield event
-        pipeline.raise_pending()
-        _check_terminal(pipeline)
+        raise
 
 
 def _check_terminal(pipeline: Pipeline) -> None:

@@ -17,9 +17,11 @@ lists the message of every choice in choice order.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
+from ._transport import ConnectionLostError
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
 from .events import Event
 from .folder import Folder
@@ -59,6 +61,7 @@ def fold(
             run(pipeline.close())
             pipeline.raise_pending()
     except StreamfoldError as exc:
+        _lost(run, pipeline, exc)
         _settle(folder, pipeline)
         _annotate(folder, pipeline, exc)
         raise
@@ -88,6 +91,7 @@ async def afold(
             run(pipeline.close())
             pipeline.raise_pending()
     except StreamfoldError as exc:
+        _lost(run, pipeline, exc)
         _settle(folder, pipeline)
         _annotate(folder, pipeline, exc)
         raise
@@ -139,6 +143,16 @@ def _provider_name(pipeline: Pipeline) -> str:
         if isinstance(name, str) and name and name != "auto":
             return name
     return provider.name
+
+
+def _lost(run: _Runner, pipeline: Pipeline, exc: StreamfoldError) -> None:
+    """The byte source failed mid-body: fold what the provider still holds (``finish``), so
+    that the error's partial has every byte that arrived, as a clean end at that byte would."""
+    if isinstance(exc, ConnectionLostError):
+        # A rule the fold breaks on these closing events (strict) is not what ended the
+        # stream: the caller gets the lost connection, with whatever was folded.
+        with contextlib.suppress(StreamfoldError):
+            run(pipeline.lost())
 
 
 def _settle(folder: Folder, pipeline: Pipeline) -> None:

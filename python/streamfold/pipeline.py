@@ -8,6 +8,7 @@ which the façades raise right after yielding them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -143,6 +144,27 @@ class Pipeline:
                 self.provider.finish(out)
             except StreamfoldError as exc:
                 self.pending = exc
+        return out
+
+    def lost(self) -> list[Event]:
+        """The connection failed mid-body (``ConnectionLostError``): the events the provider
+        makes at the end of input, for the partial message.
+
+        A provider may hold what arrived until the input ends (Gemini a streamed call's
+        arguments, ``auto`` the frames it has not yet placed); without ``finish`` a lost
+        connection would report less than a clean end at the same byte. Unlike ``close``, the
+        decoder is not flushed: its unfinished frame was cut by the failure (a JSON line then
+        reads as broken JSON), so it is dropped, as a resumable stream drops it. An error
+        ``finish`` raises is not kept: the lost connection is why the stream ended, and it is
+        what the caller gets; the events made before that error are kept.
+        """
+        out: list[Event] = []
+        if self.closed:
+            return out
+        self.closed = True
+        if self.pending is None:
+            with contextlib.suppress(StreamfoldError):
+                self.provider.finish(out)
         return out
 
     @property

@@ -4,6 +4,7 @@ streams, block making, Vertex streamed arguments, rules."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._transport import ConnectionLostError, connection_lost
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -113,6 +115,39 @@ def test_chunking_invariance(data: st.DataObject) -> None:
     split = run(split_at(stream, cuts), "gemini")
     assert split.events == whole.events
     assert repr(split.error) == repr(whole.error)
+
+
+def losing(pieces: list[bytes], at: int) -> Iterator[bytes]:
+    """``pieces``, then the connection fails (as the HTTP adapters report it) after ``at``."""
+    yield from pieces
+    raise connection_lost("gemini", at, ConnectionResetError("reset by peer"))
+
+
+@given(st.data())
+def test_connection_lost_anywhere_folds_like_a_clean_end_there(data: st.DataObject) -> None:
+    # A stream whose connection fails at any byte, read in any pieces, gives the events and the
+    # partial of a clean end at that byte: what the provider held is handed over (``finish``).
+    stream = data.draw(st.sampled_from([*STREAMS, CUT_BY_TEXT, CUT_BY_EOF]))
+    provider = data.draw(st.sampled_from(["gemini", "auto"]))
+    at = data.draw(st.integers(0, len(stream) - 1))
+    cuts = data.draw(st.lists(st.integers(0, at), max_size=20))
+    clean = run(stream[:at], provider)
+    events: list[Any] = []
+    with pytest.raises(ConnectionLostError):
+        # Read as the HTTP clients are: each piece as it arrives (``run`` would list them).
+        events.extend(sf.events(losing(split_at(stream[:at], cuts), at), provider=provider))
+    assert events == clean.events
+    with pytest.raises(ConnectionLostError) as info:
+        sf.fold(losing(split_at(stream[:at], cuts), at), provider=provider)
+    try:
+        sf.fold([stream[:at]], provider=provider)
+    except (sf.IncompleteStreamError, sf.ProtocolError) as exc:
+        assert info.value.partial == exc.partial
+    else:  # the terminal event had arrived: the partial is still that of those events
+        folder = sf.Folder("gemini")
+        for event in clean.events:
+            folder.add(event)
+        assert info.value.partial == folder.partial()
 
 
 @requires_captures
