@@ -426,7 +426,10 @@ class _ThreadedReader:
     """Reads a byte source in a helper thread so a silent connection can be given up.
 
     The thread owns the source from open to close; a given-up read finishes (and its source is
-    closed) in the background when the blocked read returns.
+    closed) in the background when the blocked read returns. For a ``requests`` response that
+    is at once: its socket is shut down for reading (urllib3's ``HTTPResponse.shutdown``,
+    made for this), so the blocked read ends and the connection is released, rather than
+    staying open until the server sends again.
     """
 
     _DONE = object()
@@ -437,6 +440,7 @@ class _ThreadedReader:
         self._idle_timeout = idle_timeout
         self._queue: queue.Queue[tuple[object, Any]] = queue.Queue(maxsize=16)
         self._stop = threading.Event()
+        self._gave_up = False
         self._thread = threading.Thread(target=self._run, name="streamfold-reader", daemon=True)
         self._thread.start()
 
@@ -464,6 +468,7 @@ class _ThreadedReader:
             try:
                 kind, chunk = self._queue.get(timeout=self._idle_timeout)
             except queue.Empty:
+                self._gave_up = True
                 raise IdleTimeoutError(
                     f"no bytes for {self._idle_timeout} s (idle_timeout)"
                 ) from None
@@ -477,6 +482,18 @@ class _ThreadedReader:
 
     def close(self) -> None:
         self._stop.set()
+        if self._gave_up and self._thread.is_alive():
+            _interrupt_read(self._source)
+
+
+def _interrupt_read(source: Any) -> None:
+    """End a read blocked on ``source`` from another thread, where the client allows it:
+    urllib3 2.3+ (under ``requests``) shuts the socket down for reading. Best effort: a
+    connection already released, or an older urllib3, is left to finish by itself."""
+    shutdown = getattr(getattr(source, "raw", None), "shutdown", None)
+    if callable(shutdown):
+        with contextlib.suppress(ValueError, RuntimeError, OSError):
+            shutdown()
 
 
 def events_resumable(
