@@ -640,8 +640,20 @@ DELTA_FIELD = st.sampled_from(
 )
 
 #: Events between the deltas: a second ``content_part.added`` for the same index (a new block
-#: takes the text), the part or item done, a second summary part, the terminal event.
-STRUCTURE = st.sampled_from(["part_added", "part_done", "item_done", "summary_part", "completed"])
+#: takes the text), the part or item done, a second summary part, a summary part's whole text
+#: (which fills it when it got no delta, or holds back later parts' text), the reasoning item
+#: done with its summary list (which fills and releases), the terminal event.
+STRUCTURE = st.sampled_from(
+    [
+        "part_added",
+        "part_done",
+        "item_done",
+        "summary_part",
+        "summary_done",
+        "reasoning_done",
+        "completed",
+    ]
+)
 
 #: One step: ``("delta", body, numbering, changed fields)`` or ``(event, "", numbering, {})``.
 ResponsesStep = tuple[str, str, str, dict[str, str]]
@@ -731,6 +743,15 @@ _STRUCTURE_FIELDS = {
     "summary_part": (
         "response.reasoning_summary_part.added",
         '"item_id":"rs_1","output_index":0,"summary_index":1,"part":{"type":"summary_text"}',
+    ),
+    "summary_done": (
+        "response.reasoning_summary_text.done",
+        '"item_id":"rs_1","output_index":0,"summary_index":1,"text":"held"',
+    ),
+    "reasoning_done": (
+        "response.output_item.done",
+        '"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":['
+        '{"type":"summary_text","text":"first"},{"type":"summary_text","text":"second"}]}',
     ),
     "completed": (
         "response.completed",
@@ -966,3 +987,24 @@ def test_a_new_part_on_the_same_index_takes_the_deltas() -> None:
     for event in _run(data, OpenAIResponses()).of(sf.BlockDelta):
         texts[event.index] = texts.get(event.index, "") + event.text
     assert texts == {1: "The first wordsa", 2: "bcdefghijk"}
+
+
+def test_responses_templated_reasoning_deltas_feed_the_latest_part() -> None:
+    # Reasoning deltas without a summary_index: a template learned in one summary part must not
+    # read the next part's deltas, which the parse counts as that part's text (a part with no
+    # text holds back the parts after it, so the two readings would part ways).
+    reasoning = {"output_index": "0", "type": "response.reasoning_summary_text.delta"}
+    steps: list[ResponsesStep] = [
+        *[("delta", f"r{k}", "next", reasoning) for k in range(LEARN_AFTER + 1)],
+        ("summary_part", "", "next", {}),
+        *[("delta", "x", "next", reasoning) for _ in range(3)],
+        ("summary_part", "", "next", {}),
+        ("delta", "y", "next", reasoning),
+    ]
+    data = responses_stream(steps, numbered=True, end=True)
+    responses_alike([data])
+    texts: dict[int, str] = {}
+    for event in _run(data, OpenAIResponses()).of(sf.BlockDelta):
+        texts[event.index] = texts.get(event.index, "") + event.text
+    reasoning_text = "".join(f"r{k}" for k in range(LEARN_AFTER + 1)) + "\n\nxxx\n\ny"
+    assert texts == {0: reasoning_text, 1: "The first words"}

@@ -25,6 +25,8 @@ from streamfold.events import (
 from streamfold.pipeline import Pipeline
 
 from .helpers import accumulate, captures, check_capture, run, split_at, sse
+from .helpers import expected as expected_fold
+from .test_chunk_template import responses_alike
 
 P = "openai-responses"
 CAPTURES = captures("openai_responses")
@@ -645,3 +647,186 @@ def test_a_delta_after_its_part_closed_empty_is_still_late() -> None:
     assert any("after its end" in w for w in message.warnings)
     with pytest.raises(sf.ProtocolError, match="after its end"):
         sf.fold([body], P, strict=True)
+
+
+# -- reasoning text sent only in the closing events -------------------------------------------
+
+REASONING = {"type": "reasoning", "id": "rs_1", "summary": []}
+
+#: One reasoning part: its deltas (none: the text comes only from ``carriers``, if any) and
+#: the closing events that carry its whole text (``done``: ``reasoning_summary_text.done`` /
+#: ``reasoning_text.done``; ``part``: ``reasoning_summary_part.done`` / ``content_part.done``;
+#: ``item``: the entry in ``output_item.done``'s ``summary`` / ``content`` list).
+Part = tuple[list[str], str, set[str]]
+
+
+def reasoning_stream(parts: list[Part], *, raw: bool = False, item_done: bool = True) -> bytes:
+    """A reasoning item (output 0) made of ``parts`` (summary parts; raw reasoning-text content
+    parts when ``raw``), then a message (output 1) answering "Answer." by deltas."""
+    e = Seq()
+    number = "content_index" if raw else "summary_index"
+    frames = [
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=REASONING),
+    ]
+    for index, (deltas, text, carriers) in enumerate(parts):
+        at = {"item_id": "rs_1", "output_index": 0, number: index}
+        kind = "reasoning_text" if raw else "summary_text"
+        added = "response.content_part.added" if raw else "response.reasoning_summary_part.added"
+        frames.append(e(added, **at, part={"type": kind, "text": ""}))
+        delta = "response.reasoning_text.delta" if raw else "response.reasoning_summary_text.delta"
+        frames += [e(delta, **at, delta=d) for d in deltas]
+        if "done" in carriers:
+            done = "response.reasoning_text.done" if raw else "response.reasoning_summary_text.done"
+            frames.append(e(done, **at, text=text))
+        part_done = "response.content_part.done" if raw else "response.reasoning_summary_part.done"
+        part = {"type": kind, "text": text if "part" in carriers else ""}
+        frames.append(e(part_done, **at, part=part))
+    listed = [
+        {"type": "reasoning_text" if raw else "summary_text", "text": t if "item" in c else ""}
+        for _, t, c in parts
+    ]
+    final = {**REASONING, ("content" if raw else "summary"): listed}
+    if item_done:
+        frames.append(e("response.output_item.done", output_index=0, item=final))
+    at = {"item_id": "msg_1", "output_index": 1, "content_index": 0}
+    frames += [
+        e("response.output_item.added", output_index=1, item=MESSAGE),
+        e("response.content_part.added", **at, part={"type": "output_text", "text": ""}),
+        e("response.output_text.delta", **at, delta="Answer.", logprobs=[]),
+        e("response.content_part.done", **at, part={"type": "output_text", "text": "Answer."}),
+        e("response.output_item.done", output_index=1, item=MESSAGE),
+        e("response.completed", response=response("completed", usage=USAGE)),
+    ]
+    return sse(*frames)
+
+
+def expected_reasoning(parts: list[Part], *, raw: bool = False) -> str:
+    """Each part's text once when its deltas or any carrier gave it, in order, joined as the
+    delta path joins parts: summary parts by a blank line, raw text parts by nothing."""
+    texts = ["".join(d) if d else (t if c else "") for d, t, c in parts]
+    return ("" if raw else "\n\n").join(texts)
+
+
+def reasoning_of_events(body: bytes | list[bytes]) -> str:
+    """The reasoning block's text as the events deliver it, in their order."""
+    blocks = accumulate(run(body, P, strict=True).events).choice(0).ordered()
+    return next(b.text for b in blocks if b.kind == "reasoning")
+
+
+CARRIER_SETS = [{"done"}, {"part"}, {"item"}, {"done", "part", "item"}]
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["summary", "reasoning_text"])
+@pytest.mark.parametrize("carriers", CARRIER_SETS, ids="+".join)
+def test_reasoning_parts_sent_only_in_the_closing_events(carriers: set[str], raw: bool) -> None:
+    # A server that streams no reasoning deltas must not fold to an empty reasoning block: each
+    # part takes its whole text from whichever carrier comes first, once.
+    parts: list[Part] = [([], "**One**", carriers), ([], "**Two**", carriers)]
+    body = reasoning_stream(parts, raw=raw)
+    message = sf.fold([body], P, strict=True)
+    want = "**One**\n\n**Two**" if not raw else "**One****Two**"
+    assert message.complete and message.warnings == []
+    assert (message.reasoning, message.text) == (want, "Answer.")
+    assert reasoning_of_events(body) == want
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["summary", "reasoning_text"])
+@pytest.mark.parametrize("carriers", CARRIER_SETS, ids="+".join)
+def test_reasoning_closing_events_add_nothing_after_deltas(carriers: set[str], raw: bool) -> None:
+    parts: list[Part] = [(["**On", "e**"], "**One**", carriers), (["**Two**"], "**Two**", carriers)]
+    body = reasoning_stream(parts, raw=raw)
+    want = "**One**\n\n**Two**" if not raw else "**One****Two**"
+    assert sf.fold([body], P, strict=True).reasoning == want
+    assert reasoning_of_events(body) == want
+
+
+def test_reasoning_parts_mixed_keep_their_order() -> None:
+    # Part 0's text comes only with the item, after parts 1 and 2 began: their text (deltas,
+    # a `.done`) is held back until then so that it lands after part 0's; part 3 has no text
+    # anywhere (an empty paragraph, as the delta path would make it).
+    parts: list[Part] = [
+        ([], "zero", {"item"}),
+        (["on", "e"], "one", {"done", "part", "item"}),
+        ([], "two", {"part"}),
+        ([], "three", set()),
+        (["fo", "ur"], "four", set()),
+    ]
+    body = reasoning_stream(parts)
+    assert expected_reasoning(parts) == "zero\n\none\n\ntwo\n\n\n\nfour"
+    assert sf.fold([body], P, strict=True).reasoning == expected_reasoning(parts)
+    assert reasoning_of_events(body) == expected_reasoning(parts)
+    # Nothing of parts 1-4 went out before part 0's text arrived with the item.
+    events = run(body, P).events
+    first = next(e for e in events if isinstance(e, BlockDelta) and e.kind == "reasoning")
+    assert first.text == "zero" and first.raw.event == "response.output_item.done"
+
+
+def test_held_reasoning_goes_out_at_the_terminal_event_without_its_item() -> None:
+    # No output_item.done for the reasoning item: the waiting part stays empty and what was
+    # held goes out at the terminal event (and the unclosed block is reported as before).
+    parts: list[Part] = [([], "zero", {"item"}), (["one"], "one", set())]
+    body = reasoning_stream(parts, item_done=False)
+    message = sf.fold([body], P)
+    assert message.reasoning == "\n\none"
+    assert any("never closed" in w for w in message.warnings)
+    events = run(body, P).events
+    assert isinstance(events[-1], MessageEnd)  # released before the end, not after it
+    assert accumulate(events).choice(0).ordered()[0].text == "\n\none"
+
+
+def test_held_reasoning_joins_the_partial_message_when_the_stream_breaks() -> None:
+    parts: list[Part] = [([], "zero", {"item"}), (["one"], "one", set())]
+    body = reasoning_stream(parts)
+    cut = body[: body.index(b"event: response.output_item.done")]
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], P)
+    assert info.value.partial.reasoning == "\n\none"
+
+
+def test_reasoning_parts_announced_only_by_their_item() -> None:
+    # No summary_part.added at all: the item's summary list is every part, in order.
+    e = Seq()
+    summary = [{"type": "summary_text", "text": t} for t in ("A", "B")]
+    body = sse(
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=REASONING),
+        e("response.output_item.done", output_index=0, item={**REASONING, "summary": summary}),
+        e("response.completed", response=response("completed", usage=USAGE)),
+    )
+    assert sf.fold([body], P, strict=True).reasoning == "A\n\nB"
+
+
+def test_reasoning_capture_parts_join_as_before() -> None:
+    # The delta path is unchanged: every capture part arrives by deltas, the carriers add
+    # nothing, and the parts are joined by a blank line (as the expected fold says).
+    path = next((p for p in CAPTURES if p.stem == "reasoning_summary"), None)
+    if path is None:
+        pytest.skip("../shared/captures is absent")
+    parts = expected_fold(path)["message"]["blocks"][0]["summary_parts"]
+    assert sf.fold([path.read_bytes()], P).reasoning == "\n\n".join(parts)
+
+
+#: A part: no deltas half the time (then its text comes only from its carriers, if any).
+PART = st.tuples(
+    st.one_of(st.just([]), st.lists(st.text(min_size=1, max_size=4), min_size=1, max_size=10)),
+    st.text(min_size=1, max_size=12),
+    st.sets(st.sampled_from(["done", "part", "item"])),
+)
+
+
+@given(st.lists(PART, min_size=1, max_size=4), st.booleans(), st.data())
+def test_reasoning_parts_any_carriers_any_chunks(
+    drawn: list[Part], raw: bool, data: st.DataObject
+) -> None:
+    # Any texts, any subset of carriers per part, deltas or none per part (a part with deltas
+    # has their text in its carriers too), the bytes cut anywhere: each part's text once, in
+    # order; the templated reading gives the events of a parse of every payload.
+    parts: list[Part] = [(d, "".join(d) if d else t, c) for d, t, c in drawn]
+    body = reasoning_stream(parts, raw=raw)
+    chunks = split_at(body, data.draw(st.lists(st.integers(0, len(body)), max_size=30)))
+    message = sf.fold(chunks, P, strict=True)
+    assert message.reasoning == expected_reasoning(parts, raw=raw)
+    assert message.text == "Answer."
+    assert reasoning_of_events(chunks) == expected_reasoning(parts, raw=raw)
+    responses_alike(chunks)

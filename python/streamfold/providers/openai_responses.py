@@ -26,7 +26,8 @@ Output items (by ``output_index``) -> blocks, numbered in order of appearance:
   input as the fragments and ``extra["custom"] = True``;
 * ``reasoning`` -> ``reasoning``: the summary parts' text (``reasoning_summary_text.delta``),
   parts after the first separated by a blank line, or the raw reasoning text
-  (``reasoning_text.delta``); ``encrypted_content`` -> ``SignatureDelta``;
+  (``reasoning_text.delta``, its content parts joined as they come); ``encrypted_content`` ->
+  ``SignatureDelta``;
 * any other item (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
   ``image_generation_call``, ``mcp_call``…) -> ``server_tool`` with the item in ``data``; their
   progress events (``response.web_search_call.searching``…) -> ``Notice(kind="tool_progress")``.
@@ -36,7 +37,12 @@ A block whose deltas never came takes its whole text from the closing events tha
 (``output_text.done``/``refusal.done``, ``content_part.done``'s part, the function call's
 ``arguments.done``, the item in ``output_item.done``), so a server that streams no deltas does
 not fold to an empty answer; a part closed empty waits for its item's text. When deltas came,
-those events add nothing.
+those events add nothing. A reasoning block applies this per summary part (and per raw
+reasoning-text part): ``reasoning_summary_text.done``, ``reasoning_summary_part.done``,
+``reasoning_text.done``, and the item's ``summary``/``content`` lists. A part that ended with
+no text can get it only from its item's ``output_item.done``, after later parts began: the
+later parts' text is held back until then (or the end of the stream), so that the parts keep
+their order in the block's text.
 Annotations -> ``CitationAdded``: ``start``/``end`` are ``start_index``/``end_index``,
 code-point offsets into the text part (verified on a capture with curly quotes and dashes); the
 annotation is the source. The stream ends with exactly one of ``response.completed`` (finish
@@ -104,9 +110,6 @@ SILENT_EVENTS = frozenset(
     {
         "response.in_progress",
         "response.queued",
-        "response.reasoning_summary_text.done",
-        "response.reasoning_summary_part.done",
-        "response.reasoning_text.done",
         "response.code_interpreter_call_code.done",
         "response.mcp_call_arguments.done",
     }
@@ -121,6 +124,33 @@ DONE_TEXT: dict[str, tuple[str, str]] = {
     "response.function_call_arguments.done": ("item", "arguments"),
     "response.custom_tool_call_input.done": ("item", "input"),
 }
+
+#: Reasoning events -> the series of the reasoning item's parts they address and the payload
+#: key of the part's number: summary parts (``summary_index``) or raw reasoning-text content
+#: parts (``content_index``). Other deltas sent to a reasoning item feed its latest part.
+REASONING_SERIES: dict[str, tuple[str, str]] = {
+    "response.reasoning_summary_text.delta": ("summary", "summary_index"),
+    "response.reasoning_summary_text.done": ("summary", "summary_index"),
+    "response.reasoning_summary_part.added": ("summary", "summary_index"),
+    "response.reasoning_summary_part.done": ("summary", "summary_index"),
+    "response.reasoning_text.delta": ("content", "content_index"),
+    "response.reasoning_text.done": ("content", "content_index"),
+    "response.content_part.added": ("content", "content_index"),
+    "response.content_part.done": ("content", "content_index"),
+}
+
+#: The events that close one reasoning part with its whole text, and where the text is:
+#: ``text`` of the payload, or of its ``part``.
+REASONING_DONE: dict[str, str] = {
+    "response.reasoning_summary_text.done": "text",
+    "response.reasoning_summary_part.done": "part",
+    "response.reasoning_text.done": "text",
+}
+
+#: What goes between a summary part and the one before it: a blank line, as the delta path
+#: has always joined them (the capture ``reasoning_summary`` folds to its parts joined so).
+#: Raw reasoning-text parts follow each other with nothing between.
+SUMMARY_SEPARATOR = "\n\n"
 
 #: Kinds whose templated text the fold may take straight into its block (``direct_text``): a
 #: tool call's arguments are JSON the fold parses, so they stay events.
@@ -172,15 +202,51 @@ def usage_from_responses(usage: dict[str, Any]) -> Usage:
     )
 
 
+def _event_name(p: dict[str, Any], frame: Any) -> str:
+    """The payload's ``type``, else the ``event:`` name (as ``handle`` decides)."""
+    event = p.get("type")
+    return event if event.__class__ is str else str(frame.event)
+
+
 def _part_text(part: Any, kind: BlockKind) -> Any:
     """The whole text a finished content part carries (``refusal`` for a refusal part)."""
     return part.get("refusal" if kind == "refusal" else "text") if part.__class__ is dict else None
 
 
+class _Part:
+    """One part of a reasoning block: a summary part or a raw reasoning-text part."""
+
+    __slots__ = ("fed", "held", "separator")
+
+    def __init__(self, separator: str) -> None:
+        #: Emitted before the part's text (after the parts before it).
+        self.separator = separator
+        #: The part received text: a delta, or its whole text from a closing event (once).
+        self.fed = False
+        #: Its text not emitted yet, while an earlier part waits for its text.
+        self.held: list[str] = []
+
+
+class _Reasoning:
+    """The parts of a reasoning item's one block, in the order they began."""
+
+    __slots__ = ("latest", "parts", "summaries", "wait")
+
+    def __init__(self) -> None:
+        self.parts: list[_Part] = []
+        #: ``(series, number)`` -> position in ``parts`` of the latest part so numbered.
+        self.latest: dict[tuple[str, int], int] = {}
+        #: Summary parts begun so far (the first has no separator).
+        self.summaries = 0
+        #: -1 while the text goes straight to the block; else the first part whose text is not
+        #: emitted: it ended with none, and the text of the parts after it is ``held``.
+        self.wait = -1
+
+
 class _Item:
     """One output item and its blocks."""
 
-    __slots__ = ("block", "done", "item_type", "kind", "parts", "summaries")
+    __slots__ = ("block", "done", "item_type", "kind", "parts", "reasoning")
 
     def __init__(self, item_type: str) -> None:
         self.item_type = item_type
@@ -189,8 +255,8 @@ class _Item:
         self.kind: BlockKind = "other"
         #: content_index -> (block index, kind), for message parts.
         self.parts: dict[int, tuple[int, BlockKind]] = {}
-        #: Reasoning summary parts begun so far.
-        self.summaries = 0
+        #: A reasoning item's parts.
+        self.reasoning: _Reasoning | None = None
         self.done = False
 
 
@@ -224,6 +290,7 @@ class OpenAIResponses(Provider):
             "response.content_part.added": self._part_added,
             "response.content_part.done": self._part_done,
             **dict.fromkeys(DONE_TEXT, self._done_text),
+            **dict.fromkeys(REASONING_DONE, self._reasoning_done),
             "response.reasoning_summary_part.added": self._summary_part_added,
             "response.output_text.annotation.added": self._annotation,
             "response.completed": self._completed,
@@ -333,6 +400,7 @@ class OpenAIResponses(Provider):
         usage = response.get("usage")
         if usage.__class__ is dict:
             out.append(UsageUpdate(usage=usage_from_responses(usage), raw=frame))
+        self._release_all(frame, out)
         for block in sorted(self._empty_done):
             self._close(block, frame, out)  # its item's text never came: it stays empty
         self._empty_done.clear()
@@ -348,6 +416,11 @@ class OpenAIResponses(Provider):
             self.violation(f"blocks never closed: {blocks}", out, event=p["type"], raw=frame)
         self.terminal_seen = True
         out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=frame))
+
+    def finish(self, out: list[Event]) -> None:
+        # End of input without the terminal event: the held reasoning text joins the partial
+        # message (the parts it waited for stay empty).
+        self._release_all(None, out)
 
     def _raise(self, error: Any, frame: Any, raw_finish_reason: str | None = None) -> None:
         if error.__class__ is not dict:
@@ -368,11 +441,13 @@ class OpenAIResponses(Provider):
         )
 
     def _failed(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._release_all(frame, out)  # the held reasoning text belongs to the partial message
         response = p.get("response")
         error = response.get("error") if response.__class__ is dict else None
         self._raise(error or {"message": "the response failed", "code": "failed"}, frame, "failed")
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._release_all(frame, out)  # the held reasoning text belongs to the partial message
         nested = p.get("error")
         self._raise(nested if nested.__class__ is dict else p, frame)
 
@@ -433,6 +508,7 @@ class OpenAIResponses(Provider):
             return
         if item_type == "reasoning":
             state.kind = "reasoning"
+            state.reasoning = _Reasoning()
             state.block = self._open_block("reasoning", frame, out, extra={"item_id": item_id})
             encrypted = item.get("encrypted_content")
             if encrypted:
@@ -460,6 +536,9 @@ class OpenAIResponses(Provider):
         for block, _kind in state.parts.values():
             self._empty_done.discard(block)
             self._close(block, frame, out)
+        if state.reasoning is not None and state.block in self._open:
+            # No part's text can come after its item: whatever was held goes out, in order.
+            self._release(state, frame, out, end=True)
         if state.block >= 0:
             if state.kind == "reasoning" and item.__class__ is dict:
                 encrypted = item.get("encrypted_content")
@@ -498,6 +577,8 @@ class OpenAIResponses(Provider):
             self._fill(state.block, item.get("arguments"), frame, out)
         elif state.item_type == "custom_tool_call":
             self._fill(state.block, item.get("input"), frame, out)
+        elif state.reasoning is not None:
+            self._fill_reasoning_from_item(state, item, frame, out)
 
     def _fill(self, block: int, text: Any, frame: Any, out: list[Event]) -> None:
         """The whole ``text`` of an open ``block`` that received none, as its one delta."""
@@ -509,8 +590,11 @@ class OpenAIResponses(Provider):
 
     def _part_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.content_part.added", frame)
+        if state.reasoning is not None:
+            self._reasoning_part_added(state, p, frame, out)  # a part of its one block
+            return
         if state.item_type != "message":
-            return  # a reasoning item's parts feed its one block
+            return
         part: Any = p.get("part") or {}
         kind: BlockKind = PART_KINDS.get(part.get("type"), "other")
         content_index = p["content_index"]
@@ -523,6 +607,9 @@ class OpenAIResponses(Provider):
 
     def _part_done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.content_part.done", frame)
+        if state.reasoning is not None:
+            self._reasoning_done(p, frame, out)
+            return
         part = state.parts.get(p["content_index"])
         if part is not None:
             block, kind = part
@@ -534,10 +621,167 @@ class OpenAIResponses(Provider):
 
     def _summary_part_added(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.reasoning_summary_part.added", frame)
-        if state.summaries and state.block in self._open:
-            # Summary parts are separate paragraphs of one reasoning block.
-            out.append(text_delta(state.block, "reasoning", "\n\n", 0, frame))
-        state.summaries += 1
+        if state.reasoning is not None:
+            self._reasoning_part_added(state, p, frame, out)
+
+    # -- reasoning parts ---------------------------------------------------------------------
+
+    def _reasoning_part_added(
+        self, state: _Item, p: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        """``reasoning_summary_part.added`` / ``content_part.added``: a new part begins (a
+        second one with the same number is a new part too, as the delta path always made it);
+        text it already carries is its first delta."""
+        reasoning = state.reasoning
+        if reasoning is None or state.block not in self._open:
+            return
+        series, key = REASONING_SERIES[_event_name(p, frame)]
+        number = p.get(key)
+        if number.__class__ is not int:  # numbered as they come
+            summary = series == "summary"
+            number = reasoning.summaries if summary else len(reasoning.parts) - reasoning.summaries
+        index = self._new_reasoning_part(state, series, number, frame, out)
+        part = p.get("part")
+        initial = part.get("text") if part.__class__ is dict else None
+        if initial and initial.__class__ is str:
+            reasoning.parts[index].fed = True
+            self._reasoning_text(state, index, initial, frame, out)
+
+    def _new_reasoning_part(
+        self, state: _Item, series: str, number: int, frame: Any, out: list[Event]
+    ) -> int:
+        """Begin a part of the reasoning block; its position in the block's parts."""
+        reasoning = state.reasoning
+        assert reasoning is not None
+        separator = ""
+        if series == "summary":
+            separator = SUMMARY_SEPARATOR if reasoning.summaries else ""
+            reasoning.summaries += 1
+        template = self._template
+        if template is not None and template.block == state.block:
+            # A templated delta is not parsed, so it cannot say which part it feeds: only the
+            # deltas of a part already fed (the one a template was learned in) may be read so.
+            self._template = None
+        parts = reasoning.parts
+        if reasoning.wait < 0 and parts and not parts[-1].fed:
+            # The part before ended with no text: its item's `output_item.done` may still carry
+            # it, and it must come before this part's text. Hold that text back until then.
+            reasoning.wait = len(parts) - 1
+        parts.append(_Part(separator))
+        reasoning.latest[(series, number)] = len(parts) - 1
+        if reasoning.wait < 0 and separator:
+            out.append(text_delta(state.block, "reasoning", separator, 0, frame))
+        return len(parts) - 1
+
+    def _reasoning_part(
+        self, state: _Item, event: str, p: dict[str, Any], frame: Any, out: list[Event]
+    ) -> int:
+        """The part an event for the reasoning block addresses: by its number, begun when new;
+        else (no number, or an event of no series) the latest part."""
+        reasoning = state.reasoning
+        assert reasoning is not None
+        series_key = REASONING_SERIES.get(event)
+        if series_key is not None:
+            series, key = series_key
+            number = p.get(key)
+            if number.__class__ is int:
+                found = reasoning.latest.get((series, number))
+                if found is not None:
+                    return found
+                return self._new_reasoning_part(state, series, number, frame, out)
+        if reasoning.parts:
+            return len(reasoning.parts) - 1
+        series = series_key[0] if series_key is not None else "summary"
+        return self._new_reasoning_part(state, series, 0, frame, out)
+
+    def _reasoning_text(
+        self, state: _Item, index: int, text: str, frame: Any, out: list[Event]
+    ) -> None:
+        """Text for part ``index`` of the (open) reasoning block: emitted, or held while an
+        earlier part waits for its text."""
+        reasoning = state.reasoning
+        assert reasoning is not None
+        if 0 <= reasoning.wait <= index:
+            reasoning.parts[index].held.append(text)
+            self._release(state, frame, out)
+        else:
+            out.append(text_delta(state.block, "reasoning", text, 0, frame))
+
+    def _fill_part(self, state: _Item, index: int, text: Any, frame: Any, out: list[Event]) -> None:
+        """The whole ``text`` of a reasoning part that received none, once."""
+        reasoning = state.reasoning
+        assert reasoning is not None
+        part = reasoning.parts[index]
+        if part.fed or text.__class__ is not str or not text:
+            return
+        part.fed = True
+        self._reasoning_text(state, index, text, frame, out)
+
+    def _reasoning_done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """``reasoning_summary_text.done``, ``reasoning_summary_part.done``,
+        ``reasoning_text.done``, a reasoning item's ``content_part.done``: the part's whole
+        text, taken only when its deltas never came."""
+        event = _event_name(p, frame)
+        state = self._items.get(p["output_index"])
+        if state is None or state.reasoning is None or state.block not in self._open:
+            return  # an item never added, or not reasoning, or closed: nothing to fill
+        if REASONING_DONE.get(event, "part") == "text":
+            text = p.get("text")
+        else:
+            part = p.get("part")
+            text = part.get("text") if part.__class__ is dict else None
+        index = self._reasoning_part(state, event, p, frame, out)
+        self._fill_part(state, index, text, frame, out)
+
+    def _fill_reasoning_from_item(
+        self, state: _Item, item: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        """``output_item.done`` of a reasoning item: the text of every part that got none,
+        from its ``summary`` and ``content`` lists (parts never announced are added after the
+        others, summary first)."""
+        reasoning = state.reasoning
+        if reasoning is None or state.block not in self._open:
+            return
+        for series in ("summary", "content"):
+            entries = item.get(series)
+            if entries.__class__ is not list:
+                continue
+            for number, entry in enumerate(entries):
+                text = entry.get("text") if entry.__class__ is dict else None
+                found = reasoning.latest.get((series, number))
+                if found is None:
+                    found = self._new_reasoning_part(state, series, number, frame, out)
+                self._fill_part(state, found, text, frame, out)
+
+    def _release(self, state: _Item, frame: Any, out: list[Event], *, end: bool = False) -> None:
+        """Emit held text in part order, up to the first part still waiting for its text (past
+        every part when ``end``: no text can come for them any more)."""
+        reasoning = state.reasoning
+        if reasoning is None:
+            return
+        parts = reasoning.parts
+        while reasoning.wait >= 0:
+            part = parts[reasoning.wait]
+            last = reasoning.wait == len(parts) - 1
+            if not (part.fed or last or end):
+                return
+            if part.held:
+                out.append(text_delta(state.block, "reasoning", "".join(part.held), 0, frame))
+                part.held.clear()
+            if last:
+                reasoning.wait = -1  # nothing after it: its text goes straight to the block
+                return
+            reasoning.wait += 1
+            separator = parts[reasoning.wait].separator
+            if separator:
+                out.append(text_delta(state.block, "reasoning", separator, 0, frame))
+
+    def _release_all(self, frame: Any, out: list[Event]) -> None:
+        """The stream ends: no reasoning part waits any longer."""
+        for state in self._items.values():
+            reasoning = state.reasoning
+            if reasoning is not None and reasoning.wait >= 0 and state.block in self._open:
+                self._release(state, frame, out, end=True)
 
     def _delta(
         self, p: dict[str, Any], target: str, event: str, frame: Any, out: list[Event]
@@ -582,6 +826,13 @@ class OpenAIResponses(Provider):
         if not text:
             return
         self._fed.add(block)
+        if state.reasoning is not None and block == state.block:
+            index = self._reasoning_part(state, event, p, frame, out)
+            state.reasoning.parts[index].fed = True
+            if state.reasoning.wait >= 0:
+                # Held back (and never learned from: a templated read would not hold it).
+                self._reasoning_text(state, index, text, frame, out)
+                return
         logprobs = p.get("logprobs")
         if logprobs:
             out.append(
