@@ -231,6 +231,19 @@ def _chat_without_model() -> str:
     return "".join(_sse(None, chunk) for chunk in chunks) + _sse(None, "[DONE]")
 
 
+def _openai_with_usage() -> str:
+    """Chat Completions with ``include_usage``: the usage chunk comes after the finish."""
+    head = {"id": "chatcmpl-u", "object": "chat.completion.chunk", "model": "gpt-4o"}
+    chunks: list[Any] = [
+        {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
+        for piece in ("Hel", "lo!")
+    ]
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    chunks.append({**head, "choices": [], "usage": usage})
+    return "".join(_sse(None, chunk) for chunk in chunks) + _sse(None, "[DONE]")
+
+
 #: name -> (provider, content type, body)
 STREAMS: dict[str, tuple[str, str, bytes]] = {
     "onecortex": ("onecortex", SSE, _onecortex().encode()),
@@ -238,6 +251,7 @@ STREAMS: dict[str, tuple[str, str, bytes]] = {
     "openai-responses": ("openai-responses", SSE, _openai_responses().encode()),
     "cohere-v1": ("cohere-v1", NDJSON, _cohere_v1().encode()),
     "chat-no-model": ("auto", SSE, _chat_without_model().encode()),
+    "openai-usage": ("openai", SSE, _openai_with_usage().encode()),
 }
 
 
@@ -732,6 +746,15 @@ class Client:
         """The events read, and the error that ended them (``None``: the stream ended)."""
         raise NotImplementedError
 
+    async def fold_body(self, url: str, provider: str) -> Any:
+        """``fold`` of the client's own iterator of the body bytes (``iter_bytes()``…), not
+        of the response: streamfold sees only the bytes, and the client's exceptions."""
+        raise NotImplementedError
+
+    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+        """``events_until_error`` over the client's own iterator of the body bytes."""
+        raise NotImplementedError
+
 
 def drain(events: Iterable[Any]) -> Drained:
     """Every event up to the error that ends them: a list() of them loses them all."""
@@ -789,6 +812,22 @@ class HttpxSync(Client):
 
         with httpx.Client() as client, client.stream("GET", url) as response:
             return drain(sf.events(response, provider=provider))
+
+    async def fold_body(self, url: str, provider: str) -> Any:
+        import httpx
+
+        import streamfold as sf
+
+        with httpx.Client() as client, client.stream("GET", url) as response:
+            return sf.fold(response.iter_bytes(), provider=provider)
+
+    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+        import httpx
+
+        import streamfold as sf
+
+        with httpx.Client() as client, client.stream("GET", url) as response:
+            return drain(sf.events(response.iter_bytes(), provider=provider))
 
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any
@@ -852,6 +891,22 @@ class HttpxAsync(Client):
         async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
             return await adrain(sf.aevents(response, provider=provider))
 
+    async def fold_body(self, url: str, provider: str) -> Any:
+        import httpx
+
+        import streamfold as sf
+
+        async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
+            return await sf.afold(response.aiter_bytes(), provider=provider)
+
+    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+        import httpx
+
+        import streamfold as sf
+
+        async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
+            return await adrain(sf.aevents(response.aiter_bytes(), provider=provider))
+
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any
     ) -> Any:
@@ -914,6 +969,22 @@ class Aiohttp(Client):
 
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return await adrain(sf.aevents(response, provider=provider))
+
+    async def fold_body(self, url: str, provider: str) -> Any:
+        import aiohttp
+
+        import streamfold as sf
+
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return await sf.afold(response.content.iter_any(), provider=provider)
+
+    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+        import aiohttp
+
+        import streamfold as sf
+
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return await adrain(sf.aevents(response.content.iter_any(), provider=provider))
 
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any
@@ -979,6 +1050,22 @@ class Requests(Client):
 
         with requests.Session() as session, session.get(url, stream=True) as response:
             return drain(sf.events(response, provider=provider))
+
+    async def fold_body(self, url: str, provider: str) -> Any:
+        import requests
+
+        import streamfold as sf
+
+        with requests.Session() as session, session.get(url, stream=True) as response:
+            return sf.fold(response.iter_content(chunk_size=None), provider=provider)
+
+    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+        import requests
+
+        import streamfold as sf
+
+        with requests.Session() as session, session.get(url, stream=True) as response:
+            return drain(sf.events(response.iter_content(chunk_size=None), provider=provider))
 
     async def fold_resumable(
         self, url: str, provider: str, query: dict[str, Any], **options: Any

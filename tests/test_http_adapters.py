@@ -23,6 +23,7 @@ from http_server import (
     make_client,
     stream_server,
 )
+from streamfold._transport import ConnectionLostError
 from streamfold.events import BlockDelta
 from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 
@@ -346,6 +347,57 @@ async def test_connection_lost_before_auto_decides_keeps_the_held_frames(
     events, error = await client.events_until_error(url, "auto")
     assert isinstance(error, sf.IncompleteStreamError)
     assert events == bytes_until_error(body[:cut], "auto")[0]
+
+
+@pytest.mark.anyio
+async def test_the_clients_own_byte_iterator_cut_is_a_lost_connection_with_the_partial(
+    client: Client, stream_server: StreamServer
+) -> None:
+    # `sf.fold(response.iter_bytes())`: streamfold sees only bytes, and the client's own
+    # exception when the connection drops. It becomes ConnectionLostError with the partial
+    # (the client's exception as its cause), never a bare httpx/aiohttp/requests error.
+    provider, _, body = STREAMS["onecortex"]
+    cut = 700
+    url = stream_server.url("/stream/onecortex", cut=cut)
+    with pytest.raises(ConnectionLostError) as info:
+        await client.fold_body(url, provider)
+    error = info.value
+    assert error.__cause__ is not None and not isinstance(error.__cause__, sf.StreamfoldError)
+    assert error.provider == provider and error.position == cut
+    assert error.partial is not None and error.partial.text
+    assert error.partial == fold_bytes(body[:cut], provider)[2]
+    events, lost = await client.events_of_body_until_error(url, provider)
+    assert isinstance(lost, ConnectionLostError) and lost.__cause__ is not None
+    assert events == bytes_until_error(body[:cut], provider)[0]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("through", ["response", "iterator"])
+async def test_a_connection_lost_after_the_terminal_event_keeps_the_message(
+    client: Client, stream_server: StreamServer, through: str
+) -> None:
+    # The finish came; the usage chunk and [DONE] did not. The answer is decided (a resumable
+    # stream ends there too): the message stands, and says what was lost.
+    provider, _, body = STREAMS["openai-usage"]
+    cut = body.index(b'"choices": []')
+    cut = body.rindex(b"data:", 0, cut)
+    url = stream_server.url("/stream/openai-usage", cut=cut)
+    fold = client.fold if through == "response" else client.fold_body
+    message = await fold(url, provider)
+    assert message.complete and message.text == "Hello!" and message.finish_reason == "stop"
+    assert message.usage is None
+    assert [w.split(" (")[0] for w in message.warnings] == [
+        "openai: the stream ended after finish_reason without [DONE]: a usage chunk or an "
+        "error sent after the finish may be missing",
+        "openai: the connection failed after the terminal event",
+    ]
+    drain = (
+        client.events_until_error if through == "response" else client.events_of_body_until_error
+    )
+    events, error = await drain(url, provider)
+    assert error is None
+    assert isinstance(events[-1], sf.Notice) and "after the terminal event" in events[-1].message
+    assert isinstance(events[-3], sf.MessageEnd)
 
 
 @requires_captures

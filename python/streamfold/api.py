@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from ._transport import ConnectionLostError
-from .events import Event
+from ._transport import ConnectionLostError, as_connection_lost, lost_after_the_end
+from .errors import StreamfoldError
+from .events import Event, Notice
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import async_byte_chunks, sync_byte_chunks
 
@@ -41,11 +42,19 @@ def events(
             yield from pipeline.close()
             pipeline.raise_pending()
             _check_terminal(pipeline)
-    except ConnectionLostError:
+    except Exception as exc:
+        lost = _lost(pipeline, exc)
+        if lost is None:
+            raise
         # The events the provider makes at the end of input (a cut call's arguments, frames
         # ``auto`` still held) come before the error, as they do at a clean end.
         yield from pipeline.lost()
-        raise
+        if pipeline.provider.terminal_seen:
+            yield _late_loss(pipeline, lost)
+            return
+        if lost is exc:
+            raise
+        raise lost from exc
 
 
 async def aevents(
@@ -67,10 +76,34 @@ async def aevents(
                 yield event
             pipeline.raise_pending()
             _check_terminal(pipeline)
-    except ConnectionLostError:
+    except Exception as exc:
+        lost = _lost(pipeline, exc)
+        if lost is None:
+            raise
         for event in pipeline.lost():  # as in ``events``
             yield event
-        raise
+        if pipeline.provider.terminal_seen:
+            yield _late_loss(pipeline, lost)
+            return
+        if lost is exc:
+            raise
+        raise lost from exc
+
+
+def _lost(pipeline: Pipeline, exc: Exception) -> ConnectionLostError | None:
+    """``exc`` as a lost connection (a plain iterable raises its client's own exception),
+    or ``None`` for any other error, raised as it is."""
+    if isinstance(exc, StreamfoldError) and not isinstance(exc, ConnectionLostError):
+        return None
+    name = getattr(pipeline.provider, "chosen", None) or pipeline.provider.name
+    return as_connection_lost(exc, name, pipeline.bytes_seen)
+
+
+def _late_loss(pipeline: Pipeline, lost: ConnectionLostError) -> Notice:
+    """The connection failed after the terminal event: the stream's outcome was decided, so
+    the events end normally, with this warning last (as ``fold`` returns the message)."""
+    name = getattr(pipeline.provider, "chosen", None) or pipeline.provider.name
+    return Notice(kind="warning", message=lost_after_the_end(name, lost))
 
 
 def _check_terminal(pipeline: Pipeline) -> None:

@@ -21,9 +21,9 @@ import contextlib
 from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
-from ._transport import ConnectionLostError
+from ._transport import ConnectionLostError, as_connection_lost, lost_after_the_end
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import Event
+from .events import Event, Notice
 from .folder import Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
@@ -60,11 +60,13 @@ def fold(
                     pipeline.raise_pending()
             run(pipeline.close())
             pipeline.raise_pending()
-    except StreamfoldError as exc:
-        _lost(run, pipeline, exc)
-        _settle(folder, pipeline)
-        _annotate(folder, pipeline, exc)
-        raise
+    except Exception as exc:
+        failure = _failure(run, folder, pipeline, exc)
+        if failure is None:
+            return _result(folder, pipeline)  # the connection failed after the terminal event
+        if failure is exc:
+            raise
+        raise failure from exc
     return _result(folder, pipeline)
 
 
@@ -90,11 +92,13 @@ async def afold(
                     pipeline.raise_pending()
             run(pipeline.close())
             pipeline.raise_pending()
-    except StreamfoldError as exc:
-        _lost(run, pipeline, exc)
-        _settle(folder, pipeline)
-        _annotate(folder, pipeline, exc)
-        raise
+    except Exception as exc:
+        failure = _failure(run, folder, pipeline, exc)
+        if failure is None:
+            return _result(folder, pipeline)  # the connection failed after the terminal event
+        if failure is exc:
+            raise
+        raise failure from exc
     return _result(folder, pipeline)
 
 
@@ -145,14 +149,34 @@ def _provider_name(pipeline: Pipeline) -> str:
     return provider.name
 
 
-def _lost(run: _Runner, pipeline: Pipeline, exc: StreamfoldError) -> None:
-    """The byte source failed mid-body: fold what the provider still holds (``finish``), so
-    that the error's partial has every byte that arrived, as a clean end at that byte would."""
-    if isinstance(exc, ConnectionLostError):
+def _failure(
+    run: _Runner, folder: Folder, pipeline: Pipeline, exc: Exception
+) -> BaseException | None:
+    """What ``fold`` raises for ``exc``, with the partial message; ``None`` when the message
+    stands (the connection failed after the terminal event).
+
+    A failure of the byte source (the HTTP adapters' ``ConnectionLostError``, or a client's own
+    exception from a plain iterable such as ``response.iter_bytes()``) is a lost connection:
+    what the provider still holds is folded first (``Pipeline.lost``), so the partial has
+    every byte that arrived, as a clean end at that byte would.
+    """
+    if not isinstance(exc, StreamfoldError) or isinstance(exc, ConnectionLostError):
+        lost = as_connection_lost(exc, _provider_name(pipeline), pipeline.bytes_seen)
+        if lost is None:
+            return exc  # a bug, not the stream's: raised as it is
         # A rule the fold breaks on these closing events (strict) is not what ended the
         # stream: the caller gets the lost connection, with whatever was folded.
         with contextlib.suppress(StreamfoldError):
             run(pipeline.lost())
+        if folder.complete:
+            run(
+                [Notice(kind="warning", message=lost_after_the_end(_provider_name(pipeline), lost))]
+            )
+            return None
+        exc = lost
+    _settle(folder, pipeline)
+    _annotate(folder, pipeline, exc)
+    return exc
 
 
 def _settle(folder: Folder, pipeline: Pipeline) -> None:

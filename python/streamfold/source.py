@@ -61,6 +61,16 @@ async def async_byte_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIt
             await aclose()
 
 
+#: (top-level module, class name) of the HTTP responses read by the adapters in ``http``. Some
+#: are iterable themselves (``requests.Response``), yet must go through their adapter; the
+#: clients' own byte iterators (``aiohttp``'s ``content.iter_any()``) are plain iterables.
+_RESPONSE_CLASSES = frozenset(
+    {("httpx", "Response"), ("aiohttp", "ClientResponse"), ("requests", "Response")}
+)
+
+
 def _looks_like_response(source: object) -> bool:
-    module = type(source).__module__
-    return module.startswith(("httpx", "aiohttp", "requests"))
+    return any(
+        (cls.__module__.partition(".")[0], cls.__name__) in _RESPONSE_CLASSES
+        for cls in type(source).__mro__
+    )
