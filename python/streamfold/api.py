@@ -43,18 +43,10 @@ def events(
             pipeline.raise_pending()
             _check_terminal(pipeline)
     except Exception as exc:
-        lost = _lost(pipeline, exc)
-        if lost is None:
-            raise
-        # The events the provider makes at the end of input (a cut call's arguments, frames
-        # ``auto`` still held) come before the error, as they do at a clean end.
-        yield from pipeline.lost()
-        if pipeline.provider.terminal_seen:
-            yield _late_loss(pipeline, lost)
-            return
-        if lost is exc:
-            raise
-        raise lost from exc
+        last, error = _ending(pipeline, exc)
+        yield from last
+        if error is not None:
+            raise error from error.__cause__  # a lost connection: the client's error
 
 
 async def aevents(
@@ -77,33 +69,34 @@ async def aevents(
             pipeline.raise_pending()
             _check_terminal(pipeline)
     except Exception as exc:
-        lost = _lost(pipeline, exc)
-        if lost is None:
-            raise
-        for event in pipeline.lost():  # as in ``events``
+        last, error = _ending(pipeline, exc)
+        for event in last:
             yield event
-        if pipeline.provider.terminal_seen:
-            yield _late_loss(pipeline, lost)
-            return
-        if lost is exc:
-            raise
-        raise lost from exc
+        if error is not None:
+            raise error from error.__cause__
 
 
-def _lost(pipeline: Pipeline, exc: Exception) -> ConnectionLostError | None:
-    """``exc`` as a lost connection (a plain iterable raises its client's own exception),
-    or ``None`` for any other error, raised as it is."""
+def _ending(pipeline: Pipeline, exc: Exception) -> tuple[list[Event], Exception | None]:
+    """The last events and the error to raise after them, when ``exc`` ended the input.
+
+    Any error but a failure of the byte source is raised as it is. A failure of the byte
+    source (the adapters' ``ConnectionLostError``, or a client's own exception from a plain
+    iterable such as ``response.iter_bytes()``) is a lost connection: the events the provider
+    makes at the end of input (a cut call's arguments, frames ``auto`` still held) come first,
+    as at a clean end. After the terminal event it ends nothing that mattered: the events end
+    normally, a warning last (as ``fold`` returns the message).
+    """
     if isinstance(exc, StreamfoldError) and not isinstance(exc, ConnectionLostError):
-        return None
+        return [], exc
     name = getattr(pipeline.provider, "chosen", None) or pipeline.provider.name
-    return as_connection_lost(exc, name, pipeline.bytes_seen)
-
-
-def _late_loss(pipeline: Pipeline, lost: ConnectionLostError) -> Notice:
-    """The connection failed after the terminal event: the stream's outcome was decided, so
-    the events end normally, with this warning last (as ``fold`` returns the message)."""
-    name = getattr(pipeline.provider, "chosen", None) or pipeline.provider.name
-    return Notice(kind="warning", message=lost_after_the_end(name, lost))
+    lost = as_connection_lost(exc, name, pipeline.bytes_seen)
+    if lost is None:
+        return [], exc
+    events = pipeline.lost()
+    if not pipeline.provider.terminal_seen:
+        return events, lost
+    events.append(Notice(kind="warning", message=lost_after_the_end(name, lost)))
+    return events, None
 
 
 def _check_terminal(pipeline: Pipeline) -> None:

@@ -62,11 +62,8 @@ def fold(
             pipeline.raise_pending()
     except Exception as exc:
         failure = _failure(run, folder, pipeline, exc)
-        if failure is None:
-            return _result(folder, pipeline)  # the connection failed after the terminal event
-        if failure is exc:
-            raise
-        raise failure from exc
+        if failure is not None:  # else the connection failed after the terminal event
+            raise failure from failure.__cause__  # a lost connection: the client's error
     return _result(folder, pipeline)
 
 
@@ -94,11 +91,8 @@ async def afold(
             pipeline.raise_pending()
     except Exception as exc:
         failure = _failure(run, folder, pipeline, exc)
-        if failure is None:
-            return _result(folder, pipeline)  # the connection failed after the terminal event
-        if failure is exc:
-            raise
-        raise failure from exc
+        if failure is not None:  # else the connection failed after the terminal event
+            raise failure from failure.__cause__  # a lost connection: the client's error
     return _result(folder, pipeline)
 
 
