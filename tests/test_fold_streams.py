@@ -1144,3 +1144,63 @@ def test_text_cut_by_utf16_units_folds_back_to_the_text(
     message = sf.fold(reads, provider=provider)
     assert message.text == text
     message.text.encode()  # no half is left over
+
+
+# -- how input that is not a whole stream ends ---------------------------------------------------
+
+V1_CUT = (
+    b'{"is_finished":false,"event_type":"stream-start","generation_id":"g"}\n'
+    b'{"is_finished":false,"event_type":"text-generation","text":"Hi"}\n'
+    b'{"is_finished":false,"event_type":"text-generation","text":"the'
+)
+
+
+@given(cuts=st.lists(st.integers(1, len(V1_CUT) - 1), max_size=8))
+def test_a_json_line_cut_by_the_end_of_input_is_an_incomplete_stream(cuts: list[int]) -> None:
+    # Only the last line, without its newline, is cut: a dropped connection, not broken JSON.
+    bounds = [0, *sorted(set(cuts)), len(V1_CUT)]
+    reads = [V1_CUT[a:b] for a, b in itertools.pairwise(bounds)]
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold(reads, provider="cohere-v1")
+    assert info.value.partial.text == "Hi"
+    assert "last line without its newline" in str(info.value)
+    with pytest.raises(sf.IncompleteStreamError):
+        list(sf.events(reads, provider="cohere-v1"))
+
+
+def test_a_broken_json_line_with_its_newline_is_still_a_protocol_error() -> None:
+    with pytest.raises(sf.ProtocolError, match="line 3 is not JSON"):
+        sf.fold([V1_CUT + b"\n"], provider="cohere-v1")
+
+
+HTML_PAGE = b"<html>\n<body>502 Bad Gateway</body>\n</html>\n"
+
+
+@pytest.mark.parametrize("provider", ["auto", "openai", "cohere-v2", "anthropic", "cohere-v1"])
+def test_an_html_page_is_not_a_stream_cut_short(provider: str) -> None:
+    # JSON lines refuse its first line as they read it; an SSE provider finds no frame.
+    said = "line 1 is not JSON" if provider == "cohere-v1" else r"not an event stream.*HTML"
+    with pytest.raises(sf.ProtocolError, match=said):
+        sf.fold([HTML_PAGE], provider=provider)
+    with pytest.raises(sf.ProtocolError):
+        list(sf.events([HTML_PAGE[:5], HTML_PAGE[5:]], provider=provider))
+
+
+def test_json_lines_given_to_an_sse_provider_say_so() -> None:
+    body = V1_CUT.rsplit(b"\n", 1)[0] + b"\n"
+    with pytest.raises(sf.ProtocolError, match=r"JSON lines .*cohere-v1"):
+        sf.fold([body], provider="cohere-v2")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"\n\n  \n", b": keep-alive\n\n", b"\xef\xbb\xbf: hi\n\n", b"dat", b"event: message-st"],
+)
+def test_a_stream_cut_before_its_first_frame_is_still_incomplete(body: bytes) -> None:
+    with pytest.raises(sf.IncompleteStreamError):
+        sf.fold([body], provider="cohere-v2")
+
+
+def test_a_provider_that_is_no_name_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="provider must be a provider's name"):
+        sf.fold([b"data: {}\n\n"], provider=None)  # type: ignore[arg-type]

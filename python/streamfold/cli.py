@@ -58,6 +58,8 @@ exit codes:
   2    usage error, unreadable input, or not a stream of the given provider
   3    the stream ended without its terminal event (cut connection, truncated input)
   4    the bytes broke the provider's format partway (protocol error)
+  70   internal error (a bug in streamfold: please report it)
+  130  interrupted (Ctrl-C)
 """
 
 #: Exit code for an internal error (sysexits.h ``EX_SOFTWARE``).

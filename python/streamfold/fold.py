@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
+from ._core import JsonLinesDecoder
 from ._transport import ConnectionLostError, as_connection_lost, lost_after_the_end
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
 from .events import Event, Notice
@@ -188,10 +189,15 @@ def _result(folder: Folder, pipeline: Pipeline) -> Message:
     _settle(folder, pipeline)
     if not folder.complete:
         exc = pipeline.incomplete_error()
-        if pipeline.dropped_partial:
+        if pipeline.dropped_partial and isinstance(exc, IncompleteStreamError):
+            dropped = (
+                "a last line without its newline, not JSON, was discarded at the end of input"
+                if isinstance(pipeline.decoder, JsonLinesDecoder)
+                else "an event not terminated by a blank line was discarded at the end of "
+                "input, as the SSE standard requires"
+            )
             exc = IncompleteStreamError(
-                f"{exc.message} (an event not terminated by a blank line was discarded at the "
-                "end of input, as the SSE standard requires)",
+                f"{exc.message} ({dropped})",
                 provider=exc.provider,
                 position=exc.position,
             )

@@ -26,7 +26,9 @@ class Pipeline:
     """Feed bytes, get events. Synchronous and I/O-free."""
 
     __slots__ = (
+        "_cut_line",
         "_decoder",
+        "_head",
         "_max_event_bytes",
         "_sniff",
         "bytes_seen",
@@ -45,6 +47,10 @@ class Pipeline:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         frame_filter: Callable[[Any], bool] | None = None,
     ) -> None:
+        if not isinstance(provider, (str, Provider)):
+            raise TypeError(
+                f"provider must be a provider's name such as 'openai' (or 'auto'), got {provider!r}"
+            )
         self.provider = (
             get_provider(provider, strict=strict) if isinstance(provider, str) else provider
         )
@@ -61,6 +67,10 @@ class Pipeline:
         self.bytes_seen = 0
         self.frames_seen = 0
         self.closed = False
+        #: The last JSON line, without its newline, did not parse: cut by the end of input.
+        self._cut_line = False
+        #: The first bytes of the input, to tell a stream cut short from no stream at all.
+        self._head = b""
         #: Frames for which this returns False are skipped before the provider sees them
         #: (resumable streams drop the events a server replays after a reconnection).
         self.frame_filter = frame_filter
@@ -91,7 +101,10 @@ class Pipeline:
             raise TypeError(
                 "expected bytes, got str: pass the raw response bytes (httpx: iter_bytes())"
             )
-        self.bytes_seen += len(chunk)
+        seen = self.bytes_seen
+        if not seen:
+            self._head = bytes(chunk[:64])
+        self.bytes_seen = seen + len(chunk)
         out: list[Event] = []
         if self._decoder is None:
             data = self._choose_framing(bytes(chunk))
@@ -136,7 +149,15 @@ class Pipeline:
                 frames = exc.events
                 self._run(frames, out)
                 frames = []
-                if self.pending is None:  # never hide an earlier error behind this one
+                if self.pending is not None:
+                    pass  # never hide an earlier error behind this one
+                elif isinstance(self._decoder, JsonLinesDecoder):
+                    # Only the last line, which has no newline, is read at close: one that is
+                    # not JSON was cut by the end of input (a dropped connection), not broken
+                    # by the server. Dropped, as SSE drops an unterminated event: the stream
+                    # then ends without its terminal event, which says what happened.
+                    self._cut_line = True
+                else:
                     self.pending = self._framing_error(exc)
         self._run(frames, out)
         if self.pending is None and finish:
@@ -169,9 +190,12 @@ class Pipeline:
 
     @property
     def dropped_partial(self) -> bool:
-        """An unterminated SSE event was discarded at the end of input."""
+        """An unterminated SSE event, or a last JSON line cut short, was discarded at the end
+        of input."""
         dec = self._decoder
-        return bool(isinstance(dec, SSEDecoder) and self.closed and dec.dropped_partial)
+        return self._cut_line or bool(
+            isinstance(dec, SSEDecoder) and self.closed and dec.dropped_partial
+        )
 
     def _run(self, frames: list[Any], out: list[Event]) -> None:
         if self.pending is not None:
@@ -214,7 +238,37 @@ class Pipeline:
             exc, self.pending = self.pending, None
             raise exc
 
-    def incomplete_error(self) -> IncompleteStreamError:
+    def not_a_stream(self) -> ProtocolError | None:
+        """For input that ended without one frame: a ``ProtocolError`` when it does not begin
+        as its framing does (a proxy's HTML error page, another provider's format), rather
+        than a stream cut short; ``None`` when it may be a stream cut before its first frame
+        (no byte, blanks, comments, a field begun)."""
+        if self.frames_seen or self.dropped_partial or self.pending is not None:
+            return None
+        head = self._head.removeprefix(b"\xef\xbb\xbf").lstrip()
+        jsonl = isinstance(self._decoder, JsonLinesDecoder)
+        starts = (b"{", b"[") if jsonl else (b"data", b"event", b"id", b"retry", b":")
+        if not head or head.startswith(starts) or any(s.startswith(head) for s in starts):
+            return None
+        name = getattr(self.provider, "chosen", None) or self.provider.name
+        hint = ""
+        if head.startswith(b"<"):
+            hint = ": HTML, a proxy's or gateway's error page?"
+        elif not jsonl and head.startswith(b"{"):
+            hint = ": JSON lines (Cohere v1 is provider='cohere-v1')?"
+        return ProtocolError(
+            f"{name}: the input is not {'JSON lines' if jsonl else 'an event stream (SSE)'}: "
+            f"{self.bytes_seen} bytes and not one frame, beginning {head[:40]!r}{hint}",
+            provider=name,
+            position=0,
+        )
+
+    def incomplete_error(self) -> StreamfoldError:
+        """The error of input that ended before the provider's terminal event: a stream cut
+        short, or (``not_a_stream``) no stream at all."""
+        not_a_stream = self.not_a_stream()
+        if not_a_stream is not None:
+            return not_a_stream
         # For ``auto``, name the provider it detected.
         name = getattr(self.provider, "chosen", None) or self.provider.name
         return IncompleteStreamError(
