@@ -131,12 +131,15 @@ def _is_redacted(block: Block) -> bool:
     return block.kind == "reasoning" and block.data is not None and not block.text
 
 
+def _is_typed(value: Any) -> bool:
+    """A provider payload: an object naming its own ``type``."""
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
 def _raw_block(block: Block) -> dict[str, Any] | None:
     """A block kept as its provider payload (server tools, unknown kinds): sent back as is."""
     data = block.data
-    if isinstance(data, dict) and isinstance(data.get("type"), str):
-        return data
-    return None
+    return data if _is_typed(data) else None
 
 
 def _anthropic(message: Message) -> dict[str, Any]:
@@ -148,36 +151,60 @@ def _anthropic(message: Message) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for block in message.blocks:
         kind = block.kind
-        call = block.tool_call
+        item: dict[str, Any] | None
         if kind == "text":
-            if block.text:
-                content.append({"type": "text", "text": block.text})
+            item = _anthropic_text(block)
         elif kind == "reasoning":
-            if _is_redacted(block):
-                content.append({"type": "redacted_thinking", "data": _redacted_data(block)})
-            else:
-                thinking: dict[str, Any] = {"type": "thinking", "thinking": block.text}
-                if block.signature is not None:
-                    thinking["signature"] = block.signature
-                content.append(thinking)
-        elif kind == "tool_call" and call is not None:
-            content.append(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
-            )
-        elif kind == "server_tool" and call is not None:
-            content.append(
-                {
-                    "type": "server_tool_use",
-                    "id": call.id,
-                    "name": call.name,
-                    "input": _arguments(call),
-                }
-            )
+            item = _anthropic_thinking(block)
+        elif kind == "tool_call" and block.tool_call is not None:
+            call = block.tool_call
+            item = {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
+        elif kind == "server_tool":
+            item = _anthropic_server_tool(block)
         else:
-            raw = _raw_block(block)
-            if raw is not None:
-                content.append(raw)
+            item = _raw_block(block)
+        if item is not None:
+            content.append(item)
     return {"role": "assistant", "content": content}
+
+
+def _anthropic_text(block: Block) -> dict[str, Any] | None:
+    """A text block with its citations: the web search ``encrypted_index`` (and a document
+    citation's location) must go back for the next turn to keep them, so each citation object
+    goes back as ``citations_delta`` delivered it. An empty text block is rejected: ``None``."""
+    if not block.text:
+        return None
+    item: dict[str, Any] = {"type": "text", "text": block.text}
+    citations = [c.raw for c in block.citations if _is_typed(c.raw)]
+    if citations:
+        item["citations"] = citations
+    return item
+
+
+def _anthropic_thinking(block: Block) -> dict[str, Any]:
+    """``thinking`` with its signature, or ``redacted_thinking`` with its data: the API checks
+    both when the turn comes back, so they are sent unchanged."""
+    if _is_redacted(block):
+        return {"type": "redacted_thinking", "data": _redacted_data(block)}
+    thinking: dict[str, Any] = {"type": "thinking", "thinking": block.text}
+    if block.signature is not None:
+        thinking["signature"] = block.signature
+    return thinking
+
+
+def _anthropic_server_tool(block: Block) -> dict[str, Any] | None:
+    """A provider-run tool block as received, under its own type and with all its fields
+    (``mcp_tool_use`` keeps ``server_name``; a ``*_tool_result`` its ``tool_use_id`` and
+    content): a result refers to its use by id, so the use must go back as it was. The start
+    carries ``input: {}``; the input that streamed after it replaces it."""
+    raw = _raw_block(block)
+    call = block.tool_call
+    if call is None:
+        return raw  # arrived whole, or no input streamed: the start's own input stands
+    if raw is None:
+        # No payload kept (events built by hand): the generic server tool use.
+        raw = {"type": "server_tool_use", "id": call.id, "name": call.name}
+    return {**raw, "input": _arguments(call)}
 
 
 def _item_id(block: Block) -> str | None:
