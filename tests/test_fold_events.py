@@ -620,6 +620,26 @@ def test_search_query_notices_are_collected() -> None:
     assert fold(events).search_queries == [{"text": "q1"}]
 
 
+def test_a_search_query_reported_twice_is_listed_once() -> None:
+    # Cohere v1 reports a query in search-queries-generation (a Notice) and again in each
+    # search result (SourcesAdded.queries); a result's query may lack the generation_id.
+    q1 = {"text": "q1", "generation_id": "g"}
+    q2 = {"text": "q2", "generation_id": "g"}
+    events = [
+        MessageStart(),
+        Notice(kind="search_queries", data=[q1]),
+        SourcesAdded(sources=[], queries=[q1, {"text": "q1"}, q2, q2]),
+        SourcesAdded(sources=[], queries=[{"text": "q1", "generation_id": "other"}, "s", "s"]),
+        end(),
+    ]
+    assert fold(events).search_queries == [
+        q1,
+        q2,
+        {"text": "q1", "generation_id": "other"},  # another generation's query
+        "s",
+    ]
+
+
 def test_waiting_run_exposes_its_pending_call() -> None:
     waiting = RunStatus(
         status="waiting",

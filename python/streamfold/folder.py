@@ -972,7 +972,7 @@ class Folder:
             else:
                 self._sources.extend(ev.sources)
         if ev.queries:
-            self._queries.extend(ev.queries)
+            self._add_queries(ev.queries)
         self._run_changed = True
 
     def _on_media(self, ev: MediaAdded) -> None:
@@ -1010,11 +1010,31 @@ class Folder:
         else:
             self._notices.append(ev)
             if kind == "search_queries" and isinstance(ev.data, list):
-                self._queries.extend(ev.data)
+                self._add_queries(ev.data)
         self._run_changed = True
+
+    def _add_queries(self, queries: list[Any]) -> None:
+        """Each search query once: Cohere v1 reports a query in ``search-queries-generation``
+        and again in each of its ``search-results`` (once per connector), and a query only
+        one of them carries must still be kept."""
+        known = self._queries
+        for query in queries:
+            if not any(_same_query(query, seen) for seen in known):
+                known.append(query)
 
     def _ignore(self, ev: Event) -> None:
         pass
+
+
+def _same_query(a: Any, b: Any) -> bool:
+    """Two reports of one search query: the same text, and the same ``generation_id`` unless
+    one of them lacks it (a ``search_query`` may come without it)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        text = a.get("text")
+        if text is not None and text == b.get("text"):
+            first, second = a.get("generation_id"), b.get("generation_id")
+            return first is None or second is None or first == second
+    return bool(a == b)
 
 
 def _error_object(exc: StreamError) -> Any:

@@ -103,7 +103,31 @@ TOOLS = jsonl(
 
 ERROR = jsonl(START, ev("text-generation", text="Hal"), stream_end("ERROR", text="Hal"))
 
-STREAMS = {"grounded": GROUNDED, "tools": TOOLS, "error": ERROR}
+WEATHER = {"text": "weather paris", "generation_id": "g1"}
+HUMIDITY = {"text": "paris humidity", "generation_id": "g1"}
+FORECAST = {"text": "paris forecast"}
+
+#: A connector search: every query is in ``search-queries-generation`` and again in each
+#: ``search-results`` entry for it (one per connector); ``paris humidity`` found nothing, so
+#: only the generation names it, and ``paris forecast`` only a result (without its
+#: generation_id).
+CONNECTOR = jsonl(
+    ev("stream-start", generation_id="g1"),
+    ev("search-queries-generation", search_queries=[WEATHER, HUMIDITY]),
+    ev(
+        "search-results",
+        search_results=[
+            {"search_query": WEATHER, "connector": {"id": "web-search"}, "document_ids": ["d1"]},
+            {"search_query": WEATHER, "connector": {"id": "news"}, "document_ids": ["d2"]},
+            {"search_query": FORECAST, "connector": {"id": "web-search"}, "document_ids": ["d3"]},
+        ],
+        documents=[{"id": "d1", "snippet": "Sunny"}, {"id": "d2"}, {"id": "d3"}],
+    ),
+    ev("text-generation", text="It is sunny."),
+    stream_end(text="It is sunny."),
+)
+
+STREAMS = {"grounded": GROUNDED, "tools": TOOLS, "error": ERROR, "connector": CONNECTOR}
 
 
 def test_grounded_answer() -> None:
@@ -124,6 +148,36 @@ def test_grounded_answer() -> None:
     assert "It is 5."[cite.start : cite.end] == cite.text
     assert folded.usage == sf.Usage(69, 6, 75, raw=META)
     assert (folded.finish_reason, folded.raw_finish_reason) == ("stop", "COMPLETE")
+
+
+def test_grounded_query_is_listed_once() -> None:
+    # The generation's query has a generation_id, the result's the same text without one.
+    assert sf.fold([GROUNDED], provider=P).search_queries == [
+        {"text": "magic 3", "generation_id": "g"}
+    ]
+
+
+def test_connector_queries_are_listed_once_and_none_is_lost() -> None:
+    message = sf.fold([CONNECTOR], provider=P)
+    assert message.search_queries == [WEATHER, HUMIDITY, FORECAST]
+    assert [d["id"] for d in message.sources or []] == ["d1", "d2", "d3"]
+
+
+@given(data=st.data())
+def test_connector_queries_are_listed_once_in_any_chunking(data: st.DataObject) -> None:
+    cuts = data.draw(st.lists(st.integers(0, len(CONNECTOR)), max_size=40))
+    message = sf.fold(split(CONNECTOR, cuts), provider=P)
+    assert message.search_queries == [WEATHER, HUMIDITY, FORECAST]
+
+
+def test_stream_end_queries_already_reported_by_the_results_are_not_repeated() -> None:
+    # No search-queries-generation: the results name the query, then the stream-end response.
+    stream = jsonl(
+        START,
+        ev("search-results", search_results=[{"search_query": WEATHER}], documents=[]),
+        stream_end(text="Hi.", search_queries=[WEATHER, HUMIDITY]),
+    )
+    assert sf.fold([stream], provider=P).search_queries == [WEATHER, HUMIDITY]
 
 
 def test_every_event_keeps_its_line_as_raw() -> None:
