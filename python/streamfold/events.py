@@ -124,7 +124,8 @@ class BlockDelta(Event):
     text: str
     choice: int = 0
     #: Token log-probabilities of this delta's text as the provider sent them (OpenAI Chat
-    #: ``choices[].logprobs``, Responses ``output_text.delta.logprobs``); ``None`` when absent.
+    #: ``choices[].logprobs``, Responses ``output_text.delta.logprobs``, Cohere v2
+    #: ``content-delta.logprobs``); ``None`` when absent.
     logprobs: Any = None
 
 

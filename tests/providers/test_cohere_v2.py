@@ -156,7 +156,36 @@ ERROR = (
     + DONE
 )
 
-STREAMS = {"text": TEXT, "tools": TOOLS, "grounded": GROUNDED, "error": ERROR}
+#: ``logprobs: true`` (WIRE_FORMATS.md §1: ``content-delta … logprobs?``, SDK ``logprob_item.py``
+#: ``{text?, token_ids, logprobs?}``): each fragment carries its tokens' log-probabilities; a
+#: fragment without them (and one with ``null``) has none.
+HI_LOGPROBS = {"text": "Hi", "token_ids": [123], "logprobs": [-0.01]}
+THERE_LOGPROBS = {"text": " there", "token_ids": [456, 789], "logprobs": [-0.5, -1.25]}
+THINK_LOGPROBS = {"token_ids": [42], "logprobs": [-2.0]}
+LOGPROBS = (
+    named(
+        start(),
+        content_start(0, "thinking"),
+        {**content_delta(0, "Hm.", key="thinking"), "logprobs": THINK_LOGPROBS},
+        end("content-end", 0),
+        content_start(1),
+        {**content_delta(1, "Hi"), "logprobs": HI_LOGPROBS},
+        {**content_delta(1, " there"), "logprobs": THERE_LOGPROBS},
+        content_delta(1, "!"),
+        {**content_delta(1, "?"), "logprobs": None},
+        end("content-end", 1),
+        message_end(),
+    )
+    + DONE
+)
+
+STREAMS = {
+    "text": TEXT,
+    "tools": TOOLS,
+    "grounded": GROUNDED,
+    "error": ERROR,
+    "logprobs": LOGPROBS,
+}
 
 
 # -- the seed's streams ----------------------------------------------------------------------
@@ -174,6 +203,31 @@ def test_text_answer_maps_to_one_text_block() -> None:
         UsageUpdate(usage=sf.Usage(812, 34, 846, raw=message_end()["delta"]["usage"])),
         MessageEnd(finish_reason="stop", raw_finish_reason="COMPLETE"),
     ]
+
+
+LOGPROBS_DELTAS = [
+    BlockDelta(index=0, kind="reasoning", text="Hm.", logprobs=THINK_LOGPROBS),
+    BlockDelta(index=1, kind="text", text="Hi", logprobs=HI_LOGPROBS),
+    BlockDelta(index=1, kind="text", text=" there", logprobs=THERE_LOGPROBS),
+    BlockDelta(index=1, kind="text", text="!"),
+    BlockDelta(index=1, kind="text", text="?"),
+]
+
+
+def test_content_delta_logprobs_are_the_deltas_logprobs() -> None:
+    result = run(LOGPROBS, P, strict=True)
+    assert result.error is None
+    deltas = result.of(BlockDelta)
+    assert deltas == LOGPROBS_DELTAS
+    # ``BlockDelta.__eq__`` compares logprobs, but say it outright: as delivered, or None.
+    assert [d.logprobs for d in deltas] == [THINK_LOGPROBS, HI_LOGPROBS, THERE_LOGPROBS, None, None]
+    assert sf.fold([LOGPROBS], provider=P).text == "Hi there!?"
+
+
+@given(data=st.data())
+def test_logprobs_survive_any_chunking(data: st.DataObject) -> None:
+    cuts = data.draw(st.lists(st.integers(0, len(LOGPROBS)), max_size=40))
+    assert run(split(LOGPROBS, cuts), P).of(BlockDelta) == LOGPROBS_DELTAS
 
 
 def test_every_event_keeps_its_frame_as_raw() -> None:

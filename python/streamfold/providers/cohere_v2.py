@@ -4,7 +4,8 @@ Wire format (WIRE_FORMATS.md §1; cohere-python ``src/cohere/v2/types/v2chat_str
 
     event: message-start    {"id", "delta": {"message": {"role": "assistant", ...}}}
     event: content-start    {"index", "delta": {"message": {"content": {"type": "text"|…}}}}
-    event: content-delta    {"index", "delta": {"message": {"content": {"text"|"thinking": "…"}}}}
+    event: content-delta    {"index", "delta": {"message": {"content": {"text"|"thinking": "…"}}},
+                             "logprobs"?: {"text"?, "token_ids", "logprobs"?}}
     event: content-end      {"index"}
     event: tool-plan-delta  {"delta": {"message": {"tool_plan": "…"}}}          (no index)
     event: tool-call-start  {"index", "delta": {"message": {"tool_calls": {id, function: {name}}}}}
@@ -32,6 +33,9 @@ end-exclusive (``end - start == len(text)`` in every capture). The block is pick
 tool-plan block, ``THINKING_CONTENT`` -> the latest reasoning block, ``TEXT_CONTENT`` or no
 type (2024-25 streams) -> the latest text block (citations arrive after the text they cite).
 
+Log-probabilities. A ``content-delta``'s ``logprobs`` (the fragment's tokens, sent when the
+request asks for them) is its ``BlockDelta.logprobs``, as delivered.
+
 Usage. ``message-end.delta.usage.tokens`` gives the token counts; ``billed_units`` (a different,
 smaller number) stays in ``Usage.raw`` and is never used as a fallback (as vercel/ai decided in
 @ai-sdk/cohere 3.0.76). Errors: ``finish_reason: "ERROR"`` carries ``error`` and ``error_type``
@@ -45,6 +49,7 @@ from typing import Any, ClassVar
 
 from ..errors import StreamError
 from ..events import (
+    BlockDelta,
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -253,6 +258,15 @@ class CohereV2(Provider):
             text = content.get("thinking")
         if text.__class__ is not str:
             text = self._text(text, "content-delta", frame)
+        logprobs = p.get("logprobs")
+        if logprobs:
+            # Requested with ``logprobs: true``: they belong to this fragment's tokens.
+            out.append(
+                BlockDelta(
+                    index=index, kind=self._kinds[index], text=text, raw=frame, logprobs=logprobs
+                )
+            )
+            return
         out.append(text_delta(index, self._kinds[index], text, 0, frame))
 
     def _content_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
