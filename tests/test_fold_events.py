@@ -247,6 +247,85 @@ def test_calls_an_agent_already_ran_do_not_make_a_tool_turn() -> None:
     assert fold(more).finish_reason == "tool_calls"
 
 
+def platform_end(finish: Any = "stop", raw: str | None = "done", **fields: Any) -> MessageEnd:
+    """The end of a message from a platform that runs its own tools (Onecortex, Clouisle)."""
+    return MessageEnd(
+        finish_reason=finish, raw_finish_reason=raw, tools_run_by_platform=True, **fields
+    )
+
+
+@pytest.mark.parametrize("finish", ["stop", "other"])
+def test_a_platform_that_runs_its_tools_never_ends_in_a_tool_turn(finish: Any) -> None:
+    # The call has no result in the stream, but the platform ran it: a client loop that saw
+    # tool_calls would run it a second time.
+    m = fold([MessageStart(), *call_block(0, "{}"), *text_block(1, "Done."), platform_end(finish)])
+    assert (m.finish_reason, m.raw_finish_reason) == (finish, "done")
+    assert [c.id for c in m.tool_calls] == ["c"]
+
+
+def waiting_on(call_id: str = "call-1") -> RunStatus:
+    return RunStatus(
+        status="waiting",
+        run_id="run-1",
+        pending_tool_call_id=call_id,
+        pending_tool_name="ask_user",
+        pending_tool_input={"questions": ["Which city?"]},
+    )
+
+
+@pytest.mark.parametrize("waiting_first", [True, False])
+def test_a_platform_run_waiting_on_a_call_is_a_tool_turn_until_it_moves_on(
+    waiting_first: bool,
+) -> None:
+    # Clouisle's ask_user: the one call the client must answer, whichever of waiting and the
+    # message's end comes first.
+    ask = call_block(0, "{}", call_id="call-1", name="ask_user")
+    ending = [waiting_on(), platform_end(raw="completed")]
+    folder = feed(
+        [RunStatus(status="running", run_id="run-1"), MessageStart(), *ask]
+        + (ending if waiting_first else ending[::-1])
+    )
+    assert folder.snapshot().finish_reason == "tool_calls"
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        folder.result()
+    assert info.value.partial.finish_reason == "tool_calls"
+    folder.add(RunStatus(status="completed", run_id="run-1", terminal=True))
+    m = folder.result()
+    assert (m.finish_reason, m.pending_tool_call) == ("stop", None)
+
+
+def test_a_platform_waiting_run_keeps_a_finish_other_than_stop() -> None:
+    events = [RunStatus(status="running"), MessageStart(), waiting_on(), platform_end("other")]
+    assert feed(events).snapshot().finish_reason == "other"
+
+
+def test_metadata_from_start_end_and_run_status() -> None:
+    folder = feed(
+        [
+            RunStatus(status="running", run_id="run-1"),
+            MessageStart(id="m", metadata={"conversation_id": "conv-1", "run_id": None}),
+            *text_block(0, "hi"),
+        ]
+    )
+    before = folder.snapshot()
+    assert before.metadata == {"run_id": "run-1", "conversation_id": "conv-1"}
+    folder.add(platform_end(metadata={"elapsed_ms": 7, "conversation_id": None}))
+    # A snapshot taken between events sees what the message's end brought.
+    assert folder.snapshot().metadata == {
+        "run_id": "run-1",
+        "conversation_id": "conv-1",
+        "elapsed_ms": 7,
+    }
+    # A later RunStatus without the id (a resumed stream) never erases it.
+    folder.add(RunStatus(status="completed", terminal=True))
+    m = folder.result()
+    assert m.metadata == {"run_id": "run-1", "conversation_id": "conv-1", "elapsed_ms": 7}
+    assert m.id == "m"
+    # Snapshots handed out are never changed afterwards.
+    assert before.metadata == {"run_id": "run-1", "conversation_id": "conv-1"}
+    assert fold([MessageStart(), end()]).metadata == {}
+
+
 def test_stop_without_tool_calls_stays_stop() -> None:
     assert fold([MessageStart(), *text_block(0, "hi"), end()]).finish_reason == "stop"
 

@@ -802,6 +802,36 @@ def _onecortex(m: Message) -> None:
     assert m.finish_reason == "stop"  # the agent ran its call: the turn asks for nothing
     assert m.raw_finish_reason == "done"
     assert m.to_request("onecortex") == {"role": "assistant", "content": "You said: hello"}
+    assert m.metadata == {"sessionId": "01K", "versionNumber": 1, "durationMs": 212}
+
+
+@case(
+    "onecortex_done_only",
+    "onecortex",
+    with_ping(sse(oc("done", result="The whole reply ✓", sessionId="S1", durationMs=5))),
+)
+def _onecortex_done_only(m: Message) -> None:
+    # "result is always present, and is the whole reply": a run that streamed no text.
+    assert (m.text, m.warnings, m.complete, m.finish_reason) == (
+        "The whole reply ✓",
+        [],
+        True,
+        "stop",
+    )
+    assert m.metadata == {"sessionId": "S1", "durationMs": 5}
+
+
+@case(
+    "onecortex_call_without_result",
+    "onecortex",
+    sse(*ONECORTEX[:5], *ONECORTEX[6:], oc("done", result="You said: hello")),
+)
+def _onecortex_unanswered(m: Message) -> None:
+    # The platform ran the call ("done: The run finished"): the run asks nothing of the client.
+    assert m.tool_results == []
+    assert m.tool_calls[0].complete
+    assert (m.finish_reason, m.raw_finish_reason) == ("stop", "done")
+    assert (m.text, m.warnings) == ("You said: hello", [])
 
 
 @case(
@@ -865,6 +895,58 @@ def _clouisle(m: Message) -> None:
     assert m.finish_reason == "length"  # output_truncated came before message_end
     assert m.status == "completed"
     assert m.complete
+    assert m.metadata == {"run_id": "run-1", "conversation_id": "conv-1", "elapsed_ms": 9}
+
+
+@case(
+    "clouisle_call_without_result",
+    "clouisle",
+    sse(*CLOUISLE[:8], *CLOUISLE[9:], ("run_end", {"status": "completed", "sequence": 15})),
+)
+def _clouisle_unanswered(m: Message) -> None:
+    assert (m.tool_results, m.tool_calls[0].complete) == ([], True)
+    assert (m.finish_reason, m.status) == ("length", "completed")  # not tool_calls
+
+
+@case(
+    "clouisle_call_without_result_completed",
+    "clouisle",
+    sse(
+        ("message_start", {"message_id": "m", "conversation_id": "conv-2"}),
+        ("tool_call", {"id": "t1", "name": "search", "arguments": {}}),
+        ("content_delta", {"delta": "Done."}),
+        ("message_end", {"status": "completed", "elapsed_ms": 4}),
+    ),
+)
+def _clouisle_unanswered_completed(m: Message) -> None:
+    assert (m.finish_reason, m.raw_finish_reason, m.text) == ("stop", "completed", "Done.")
+    assert m.metadata == {"conversation_id": "conv-2", "elapsed_ms": 4}
+
+
+@case(
+    "clouisle_waiting_on_its_call",
+    "clouisle",
+    sse(
+        *CLOUISLE[:2],
+        ("tool_call", {"id": "call-123", "name": "ask_user", "arguments": {}, "sequence": 3}),
+        ("message_end", {"status": "completed", "sequence": 4}),
+        (
+            "run_status",
+            {
+                "status": "waiting",
+                "run_id": "run-1",
+                "pending_tool_call_id": "call-123",
+                "pending_tool_name": "ask_user",
+                "sequence": 5,
+            },
+        ),
+    ),
+    sf.IncompleteStreamError,
+)
+def _clouisle_waiting_on_call(e: sf.IncompleteStreamError) -> None:
+    # The one call the client must act on: the question the run waits for.
+    assert (e.partial.status, e.partial.finish_reason) == ("waiting", "tool_calls")
+    assert e.partial.metadata == {"run_id": "run-1", "conversation_id": "conv-1"}
 
 
 @case("clouisle_run_not_ended", "clouisle", sse(*CLOUISLE), sf.IncompleteStreamError)

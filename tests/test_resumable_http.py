@@ -86,6 +86,13 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], dict[str, Any], int]] = {
 }
 
 
+#: The stream -> the metadata its fold keeps (see http_server's streams).
+RUN_METADATA: dict[str, dict[str, Any]] = {
+    "onecortex": {"sessionId": "01K0", "versionNumber": 1, "durationMs": 212},
+    "clouisle": {"run_id": "run-1", "conversation_id": "c-1", "elapsed_ms": 840},
+}
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 async def test_resumed_fold_equals_the_uninterrupted_one(
@@ -97,6 +104,8 @@ async def test_resumed_fold_equals_the_uninterrupted_one(
     message = await client.fold_resumable(url, provider, {"rid": rid, **faults}, **FAST, **options)
     assert message == whole(name)
     assert not message.warnings  # no replayed event reached the provider
+    # The ids a caller reconnects with survive the reconnections.
+    assert message.metadata == RUN_METADATA.get(name, message.metadata)
     seen = stream_server.seen(rid)
     if connections:
         assert len(seen) == connections

@@ -478,6 +478,7 @@ def message_json(m: Message) -> dict[str, Any]:
         "raw_finish_reason": m.raw_finish_reason,
         "complete": m.complete,
         "status": m.status,
+        "metadata": m.metadata,
         "pending_tool_call": (
             _tool_call_json(m.pending_tool_call) if m.pending_tool_call is not None else None
         ),

@@ -24,8 +24,10 @@ What providers promise and the fold relies on:
   ``response.completed``/``incomplete``; Gemini a candidate ``finishReason``; Onecortex
   ``done``; Clouisle ``message_end``). Its ``finish_reason`` is already normalized by the
   provider's own mapping table; the fold only turns ``stop`` into ``tool_calls`` when the
-  message holds tool calls. A message is complete when each choice that started has ended,
-  and, when a durable run reported ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
+  message holds tool calls no result answers, and for a platform that runs its own tools
+  (``tools_run_by_platform``) only while its run waits on a ``pending_tool_call``. A message
+  is complete when each choice that started has ended, and, when a durable run reported
+  ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
 * Provider errors (error events, Cohere ``ERROR`` finish, Responses ``failed``, Gemini error
   chunk, Onecortex/Clouisle ``error``) are raised as ``StreamError``, not emitted as events.
 * ``UsageUpdate.usage`` is the provider's current total, already merged (Anthropic's
@@ -83,6 +85,9 @@ class MessageStart(Event):
     model: str | None = None
     role: str = "assistant"
     choice: int = 0
+    #: Run or session identifiers the opening frame carries (Clouisle ``conversation_id``,
+    #: ``run_id``), for ``Message.metadata``; ``None`` when there are none.
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,6 +186,15 @@ class MessageEnd(Event):
     choice: int = 0
     #: Extra terminal payload (Onecortex ``done.result``, Clouisle ``elapsed_ms``/``status``…).
     data: Any = None
+    #: Run or session identifiers and timings the terminal frame carries (Onecortex
+    #: ``sessionId``, ``versionNumber``, ``durationMs``; Clouisle ``elapsed_ms``…), for
+    #: ``Message.metadata``; ``None`` when there are none.
+    metadata: dict[str, Any] | None = None
+    #: The platform ran the message's tool calls itself (Onecortex, Clouisle): a call with no
+    #: result in the stream was still run, so the fold never turns this finish into
+    #: ``tool_calls`` on that ground (only a run waiting on a ``pending_tool_call`` asks the
+    #: client to act).
+    tools_run_by_platform: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

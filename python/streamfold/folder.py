@@ -75,6 +75,8 @@ _JsonAccumulator: Any = JsonAccumulator
 
 #: Finish reasons that mean "tool_calls" when the message holds complete tool calls that no
 #: tool result answers (Gemini ends a tool turn with STOP, Responses with ``completed``).
+#: Not for platforms that run their own tools (``MessageEnd.tools_run_by_platform``): a call
+#: they report without a result was still run, and a client loop would run it again.
 _TOOL_TURN_FINISHES = frozenset({"stop", "other"})
 _OPEN_CALL_ERROR = "the stream ended before the call's arguments were complete"
 
@@ -333,6 +335,7 @@ class _Choice:
         "joins_stale",
         "model",
         "order",
+        "platform_tools",
         "raw_finish",
         "role",
     )
@@ -345,6 +348,8 @@ class _Choice:
         self.ended = False
         self.finish: FinishReason | None = None
         self.raw_finish: str | None = None
+        #: The choice ended with ``MessageEnd.tools_run_by_platform``.
+        self.platform_tools = False
         self.blocks: dict[int, _Block] = {}
         #: Blocks in block-index order.
         self.order: list[_Block] = []
@@ -381,7 +386,16 @@ class _Choice:
 class _RunView:
     """Copies of the run-level lists, made once per change and shared by every snapshot."""
 
-    __slots__ = ("media", "notices", "queries", "sources", "steps", "tool_results", "warnings")
+    __slots__ = (
+        "media",
+        "metadata",
+        "notices",
+        "queries",
+        "sources",
+        "steps",
+        "tool_results",
+        "warnings",
+    )
 
     def __init__(self, folder: Folder) -> None:
         self.tool_results: list[ToolResult] = list(folder._tool_results)
@@ -391,6 +405,7 @@ class _RunView:
         self.media: list[Any] = list(folder._media)
         self.notices: list[Any] = list(folder._notices)
         self.warnings: list[str] = list(folder._warnings)
+        self.metadata: dict[str, Any] = dict(folder._metadata)
 
 
 def _copy_step(step: Step) -> Step:
@@ -420,6 +435,7 @@ class Folder:
         "_dispatch",
         "_last",
         "_media",
+        "_metadata",
         "_notices",
         "_pending",
         "_queries",
@@ -458,6 +474,7 @@ class Folder:
         self._media: list[Any] = []
         self._notices: list[Any] = []
         self._warnings: list[str] = []
+        self._metadata: dict[str, Any] = {}
         self._status: str | None = None
         self._pending: ToolCall | None = None
         self._run_seen = False
@@ -662,16 +679,26 @@ class Folder:
             sources=run.sources,
             search_queries=run.queries,
             media=run.media,
-            finish_reason=c.finish,
+            finish_reason=self._finish(c),
             raw_finish_reason=c.raw_finish,
             usage=self._usage,
             complete=c.ended and run_over,
             status=self._status,
             pending_tool_call=self._pending,
+            metadata=run.metadata,
             notices=run.notices,
             warnings=run.warnings,
             choice=c.index,
         )
+
+    def _finish(self, c: _Choice) -> FinishReason | None:
+        """The choice's finish reason. A platform that runs its own tools asks the client for
+        one thing only: an answer to the call its run waits on (Clouisle ``ask_user``). Read
+        here rather than at the end, since ``waiting`` may come before or after the message
+        ends, and a later status (``running``, ``run_end``) clears it."""
+        if c.platform_tools and c.finish == "stop" and self._pending is not None:
+            return "tool_calls"
+        return c.finish
 
     def _partials(self, error: StreamError | None = None) -> list[Message]:
         messages = self._build()
@@ -885,6 +912,17 @@ class Folder:
             c.model = ev.model
         c.role = ev.role
         c.changed = True
+        if ev.metadata:
+            self._keep_metadata(ev.metadata)
+
+    def _keep_metadata(self, values: dict[str, Any]) -> None:
+        """Record run identifiers and timings; a ``None`` never erases a value (a resumed
+        stream's later events may not repeat them)."""
+        metadata = self._metadata
+        for key, value in values.items():
+            if value is not None and (key not in metadata or metadata[key] != value):
+                metadata[key] = value
+                self._run_changed = True
 
     def _on_message_end(self, ev: MessageEnd) -> None:
         c = self._choice(ev.choice)
@@ -894,21 +932,29 @@ class Folder:
         for b in c.order:
             if not b.complete:
                 self._close(b, terminal=True)
-        finish = ev.finish_reason
-        if finish in _TOOL_TURN_FINISHES and c.calls:
-            # A turn that ends asking for tools; calls an agent platform already ran (their
-            # result is in the stream) ask for nothing.
-            answered = {r.call_id for r in self._tool_results}
-            if any(call.complete and call.id not in answered for call in c.calls):
-                finish = "tool_calls"
-        c.finish = finish
+        c.platform_tools = ev.tools_run_by_platform
+        c.finish = self._tool_turn(c, ev)
         c.raw_finish = ev.raw_finish_reason
         c.changed = True
+        if ev.metadata:
+            self._keep_metadata(ev.metadata)
         data = ev.data
         if isinstance(data, dict):
             result = data.get("result")
             if isinstance(result, str):
                 self._check_result(c, result, ev)
+
+    def _tool_turn(self, c: _Choice, ev: MessageEnd) -> FinishReason | None:
+        """``ev``'s finish, made ``tool_calls`` when the turn ends asking for tools: it holds a
+        complete call that no tool result in the stream answers. A platform that runs its own
+        tools asks for none of them (see :meth:`_finish` for the one it waits on)."""
+        finish = ev.finish_reason
+        if finish not in _TOOL_TURN_FINISHES or not c.calls or ev.tools_run_by_platform:
+            return finish
+        answered = {r.call_id for r in self._tool_results}
+        if any(call.complete and call.id not in answered for call in c.calls):
+            return "tool_calls"
+        return finish
 
     def _check_result(self, c: _Choice, result: str, ev: MessageEnd) -> None:
         """Onecortex ``done.result`` is the whole reply: it must equal the joined text."""
@@ -981,6 +1027,9 @@ class Folder:
 
     def _on_run_status(self, ev: RunStatus) -> None:
         self._run_seen = True
+        if ev.run_id is not None:
+            # The run to reconnect to (Clouisle: "reuse the existing ... run_id").
+            self._keep_metadata({"run_id": ev.run_id})
         self._status = ev.status
         if ev.terminal:
             self._run_terminal = True

@@ -170,6 +170,12 @@ class Message:
     status: str | None = None
     #: For a ``waiting`` run: the pending tool call (e.g. Clouisle ``ask_user``).
     pending_tool_call: ToolCall | None = None
+    #: What the provider reported about the run or session rather than the reply, under its
+    #: own names: the identifiers a caller needs to continue or resume (Onecortex
+    #: ``sessionId``, ``versionNumber``; Clouisle ``conversation_id``, ``run_id``) and timings
+    #: (Onecortex ``durationMs``, Clouisle ``elapsed_ms``). Keys absent from the stream are
+    #: absent here; a later value replaces an earlier one.
+    metadata: dict[str, Any] = field(default_factory=dict)
     #: Notices from the stream (context compression, output truncated, iteration cap).
     notices: list[Any] = field(default_factory=list)
     #: Protocol violations and mismatches recorded in non-strict mode.

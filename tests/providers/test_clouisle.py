@@ -103,13 +103,31 @@ FAILED = sse(
     ("error", {"code": "model_error", "message": "upstream timed out"}),
 )
 
-STREAMS = {"agent": AGENT, "run": RUN, "failed": FAILED}
+#: A run that stops at ask_user: the call, the message's end, then waiting on it; after the
+#: answer the run completes (a call without a ``tool_result`` all along).
+ASKING = [
+    run_event("run_start", 1, status="running"),
+    run_event("message_start", 2, message_id="msg-7", conversation_id="conv-1"),
+    run_event("tool_call", 3, id="call-123", name="ask_user", arguments=ASK),
+    run_event("message_end", 4, elapsed_ms=31, status="completed"),
+    run_event(
+        "run_status",
+        5,
+        status="waiting",
+        pending_tool_call_id="call-123",
+        pending_tool_name="ask_user",
+        pending_tool_input=ASK,
+    ),
+]
+ASKED = sse(*ASKING, run_event("run_end", 6, status="completed"))
+
+STREAMS = {"agent": AGENT, "run": RUN, "failed": FAILED, "asked": ASKED}
 
 
 def test_agent_events_map() -> None:
     result = run(AGENT, P, strict=True)
     assert result.error is None
-    assert result.events[0] == MessageStart(id="msg-1")
+    assert result.events[0] == MessageStart(id="msg-1", metadata={"conversation_id": "conv-1"})
     assert [n.kind for n in result.of(Notice)] == [
         "rag_start",
         "compression_start",
@@ -221,7 +239,9 @@ def test_durable_run() -> None:
     assert waiting.pending_tool_input == ASK
     assert all(s.run_id == "run-123" for s in statuses)
     assert isinstance(events[0], RunStatus)  # run events alone do not start the message
-    assert events[1] == MessageStart(id="msg-456")
+    assert events[1] == MessageStart(
+        id="msg-456", metadata={"conversation_id": "conv-1", "run_id": "run-123"}
+    )
     (accepted,) = [e for e in events if isinstance(e, Notice)]
     assert (accepted.kind, accepted.data["content"]) == ("input_accepted", "Oslo")
     folded = reference_fold(events)
@@ -432,3 +452,56 @@ def test_any_order_of_valid_frames_never_crashes(frames: list[bytes], strict: bo
 @given(name=st.sampled_from(sorted(STREAMS)), data=st.data(), strict=st.booleans())
 def test_mutated_streams_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
     check_never_crashes(data.draw(mutated(STREAMS[name])), P, strict=strict)
+
+
+# -- identifiers and tool turns ---------------------------------------------------------------
+
+
+def test_conversation_and_run_ids_reach_the_message_metadata() -> None:
+    # "On reconnect, reuse the existing conversation_id / run_id": the fold keeps them.
+    result = run(RUN, P, strict=True)
+    (start,) = result.of(MessageStart)
+    assert start.metadata == {"conversation_id": "conv-1", "run_id": "run-123"}
+    (end,) = result.of(MessageEnd)
+    assert end.metadata == {"run_id": "run-123", "elapsed_ms": 900}
+    message = sf.fold([RUN], P)
+    assert message.metadata == {"conversation_id": "conv-1", "run_id": "run-123", "elapsed_ms": 900}
+    assert message.id == "msg-456"
+    agent = sf.fold([AGENT], P)
+    assert agent.metadata == {"conversation_id": "conv-1", "elapsed_ms": 1200}
+
+
+def test_a_resumed_stream_of_run_events_keeps_the_run_id() -> None:
+    stream = sse(
+        run_event("run_status", 7, status="completing"), run_event("run_end", 8, status="completed")
+    )
+    folder = sf.Folder(P)
+    for event in sf.events([stream], P):
+        folder.add(event)
+    assert folder.snapshot().metadata == {"run_id": "run-123"}
+
+
+def test_a_call_without_its_result_in_a_finished_run_is_no_tool_turn() -> None:
+    stream = sse(
+        ("message_start", {"message_id": "m"}),
+        ("tool_call", {"id": "t1", "name": "search", "arguments": {"q": "x"}}),
+        ("content_delta", {"delta": "Found."}),
+        ("message_end", {"status": "completed"}),
+    )
+    (end,) = run(stream, P, strict=True).of(MessageEnd)
+    assert end.tools_run_by_platform
+    message = sf.fold([stream], P)
+    assert (message.finish_reason, message.raw_finish_reason) == ("stop", "completed")
+    assert [c.id for c in message.tool_calls] == ["t1"]
+
+
+def test_a_run_waiting_on_ask_user_asks_the_client_until_it_completes() -> None:
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([sse(*ASKING)], P)
+    partial = info.value.partial
+    assert (partial.status, partial.finish_reason) == ("waiting", "tool_calls")
+    assert partial.pending_tool_call is not None
+    assert partial.pending_tool_call.name == "ask_user"
+    assert partial.metadata == {"conversation_id": "conv-1", "run_id": "run-123", "elapsed_ms": 31}
+    done = sf.fold([ASKED], P)
+    assert (done.status, done.finish_reason, done.pending_tool_call) == ("completed", "stop", None)

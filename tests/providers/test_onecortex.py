@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import streamfold as sf
 from streamfold.events import (
     BlockDelta,
+    BlockEnd,
     BlockStart,
     MessageEnd,
     MessageStart,
@@ -70,7 +71,37 @@ FAILED = named(
     e("error", code="agent_error", message="ValueError: the agent was asked to raise"),
 )
 
-STREAMS = {"full": FULL, "failed": FAILED}
+#: A framework that reports only ``done``: the reply is ``result`` alone.
+DONE_ONLY = PING + named(DONE)
+
+#: A call the agent ran without reporting its result, then text: the run finished all the same.
+UNANSWERED_CALL = named(
+    e("tool_call_start", id="call_1", name="lookup"),
+    e("tool_call_args", id="call_1", delta="{}"),
+    e("tool_call_end", id="call_1"),
+    e("text", delta="All "),
+    e("text", delta="done."),
+    e("done", result="All done.", sessionId="S1"),
+)
+
+#: Steps and a call with its result, but the text only in ``result``; an empty text delta.
+RESULT_AFTER_CALL = named(
+    e("step_start", name="answer"),
+    e("tool_call_start", id="call_1", name="word_count"),
+    e("tool_call_end", id="call_1"),
+    e("tool_result", id="call_1", output="2"),
+    e("text", delta=""),
+    e("step_end", name="answer"),
+    e("done", result="Two words ✓", sessionId="01K", versionNumber=3, durationMs=9),
+)
+
+STREAMS = {
+    "full": FULL,
+    "failed": FAILED,
+    "done_only": DONE_ONLY,
+    "unanswered_call": UNANSWERED_CALL,
+    "result_after_call": RESULT_AFTER_CALL,
+}
 
 
 def test_every_event_maps() -> None:
@@ -347,3 +378,78 @@ def test_text_after_done_is_not_part_of_the_answer() -> None:
         sf.fold(
             [named(e("text", delta="You said: hello"), DONE, e("text", delta="X"))], P, strict=True
         )
+
+
+# -- done: the whole reply, the session, a finished run --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stream", "text"), [(DONE_ONLY, "You said: hello"), (RESULT_AFTER_CALL, "Two words ✓")]
+)
+def test_a_run_whose_text_never_streamed_takes_it_from_done_result(
+    stream: bytes, text: str
+) -> None:
+    result = run(stream, P, strict=True)
+    assert result.error is None
+    start, delta, close, end = result.events[-4:]
+    assert isinstance(start, BlockStart) and start.kind == "text"
+    assert delta == BlockDelta(index=start.index, kind="text", text=text)
+    assert close == BlockEnd(index=start.index, kind="text")
+    assert isinstance(end, MessageEnd)
+    folded = reference_fold(result.events)
+    assert "".join(folded.texts("text")) == text
+    message = sf.fold([stream], P, strict=True)
+    assert (message.text, message.warnings, message.complete) == (text, [], True)
+    assert [b.kind for b in message.blocks if b.text] == ["text"]
+
+
+def test_streamed_text_takes_nothing_from_done_result() -> None:
+    # The same reply streamed and in result: one copy. A different result: the streamed text
+    # stays, with the mismatch warning (ProtocolError when strict).
+    assert [d.text for d in run(FULL, P).of(BlockDelta) if d.kind == "text"] == [
+        "You said",
+        ": hello",
+    ]
+    assert sf.fold([FULL], P).text == "You said: hello"
+    other = named(e("text", delta="Streamed"), e("done", result="Other"))
+    message = sf.fold([other], P)
+    assert message.text == "Streamed"
+    assert len(message.warnings) == 1 and "differs" in message.warnings[0]
+    with pytest.raises(sf.ProtocolError, match="differs"):
+        sf.fold([other], P, strict=True)
+
+
+@pytest.mark.parametrize("done", [e("done", result=""), e("done", result=None), e("done")])
+def test_an_empty_or_missing_result_adds_no_block(done: dict[str, Any]) -> None:
+    events = run(named(done), P).events
+    assert not [x for x in events if isinstance(x, BlockStart)]
+    assert sf.fold([named(done)], P).text == ""
+
+
+def test_done_session_fields_are_kept_in_the_message_metadata() -> None:
+    (end,) = run(FULL, P).of(MessageEnd)
+    assert end.metadata == {"sessionId": "01K", "versionNumber": 1, "durationMs": 212}
+    message = sf.fold([FULL], P)
+    assert message.metadata == {"sessionId": "01K", "versionNumber": 1, "durationMs": 212}
+    assert message.id is None  # the session spans runs: it is not this reply's id
+    assert sf.fold([UNANSWERED_CALL], P).metadata == {"sessionId": "S1"}
+    assert run(named(e("done", result="")), P).of(MessageEnd)[0].metadata is None
+
+
+def test_a_call_without_its_result_does_not_make_a_finished_run_a_tool_turn() -> None:
+    # "done: The run finished": the platform ran the call; a client that saw tool_calls would
+    # run it again.
+    (end,) = run(UNANSWERED_CALL, P).of(MessageEnd)
+    assert end.tools_run_by_platform
+    message = sf.fold([UNANSWERED_CALL], P)
+    assert (message.finish_reason, message.raw_finish_reason) == ("stop", "done")
+    assert message.tool_results == []
+    assert [(c.id, c.complete) for c in message.tool_calls] == [("call_1", True)]
+    assert message.text == "All done."
+
+
+@given(name=st.sampled_from(["done_only", "unanswered_call", "result_after_call"]), data=st.data())
+def test_done_folds_the_same_however_the_stream_is_cut(name: str, data: st.DataObject) -> None:
+    stream = STREAMS[name]
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=30))
+    assert sf.fold(split(stream, cuts), P) == sf.fold([stream], P)

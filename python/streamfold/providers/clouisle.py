@@ -32,9 +32,14 @@ synthesized before the first agent event; run events alone never start a message
 run stream may carry only run events). ``message_end`` -> ``MessageEnd`` (``length`` when
 ``output_truncated`` came earlier; ``data`` = ``{elapsed_ms, status}``). Run events ->
 ``RunStatus``; ``run_end`` is ``terminal`` and, when the message never ended, also ends it
-with the run's status. ``sequence`` is tracked in ``self.sequence`` (the highest seen: resume
-with ``after_sequence=provider.sequence``); an event whose sequence is not above it is a
-replayed duplicate: a violation, and it is dropped.
+with the run's status. The identifiers a caller needs to reconnect ("reuse the existing
+conversation_id / run_id") go to ``Message.metadata``: ``conversation_id`` and ``run_id`` of
+the frame that starts the message and of ``message_end`` (``MessageStart``/``MessageEnd``
+``metadata``, with ``elapsed_ms``), and every ``RunStatus.run_id``. The platform runs the
+tools itself, so ``MessageEnd.tools_run_by_platform`` is set: only a run ``waiting`` on its
+``pending_tool_call`` (``ask_user``) asks the client to act. ``sequence`` is tracked in
+``self.sequence`` (the highest seen: resume with ``after_sequence=provider.sequence``); an
+event whose sequence is not above it is a replayed duplicate: a violation, and it is dropped.
 """
 
 from __future__ import annotations
@@ -79,6 +84,10 @@ FINISH_REASONS: dict[str, FinishReason] = {
 #: Terminal states of a durable run (``run_end.status``).
 TERMINAL_RUN_STATUSES = frozenset({"completed", "stopped", "failed", "interrupted"})
 
+#: Identifiers of the conversation and run, kept in ``Message.metadata`` (run-scoped events
+#: carry ``run_id`` on every frame; ``message_start`` carries ``conversation_id``).
+ID_FIELDS = ("conversation_id", "run_id")
+
 #: Run-scoped events that may follow ``message_end``.
 RUN_EVENTS = frozenset({"run_start", "run_status", "input_accepted", "run_end"})
 
@@ -110,6 +119,12 @@ def _first(p: dict[str, Any], *keys: str) -> Any:
         if value is not None:
             return value
     return None
+
+
+def _metadata(p: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The fields of ``keys`` that ``p`` carries (non-null), or ``None`` when there are none."""
+    found = {key: p[key] for key in keys if p.get(key) is not None}
+    return found or None
 
 
 def usage_from(usage: dict[str, Any]) -> Usage:
@@ -206,7 +221,8 @@ class Clouisle(Provider):
         if not self._started:
             self._started = True
             self._message_id = p.get("message_id")
-            out.append(MessageStart(id=self._message_id, raw=frame))
+            metadata = _metadata(p, ID_FIELDS)
+            out.append(MessageStart(id=self._message_id, metadata=metadata, raw=frame))
 
     def _open(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
         if self._text is not None:
@@ -324,7 +340,14 @@ class Clouisle(Provider):
             self._start(p, frame, out)
         out.append(Notice(kind=kind, message=p.get("message"), data=p, raw=frame))
 
-    def _end_message(self, status: Any, data: Any, frame: Any, out: list[Event]) -> None:
+    def _end_message(
+        self,
+        status: Any,
+        data: Any,
+        frame: Any,
+        out: list[Event],
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         self._message_ended = True
         if self._text is not None:
             out.append(BlockEnd(index=self._text, kind="text", raw=frame))
@@ -336,7 +359,15 @@ class Clouisle(Provider):
             reason = "length"
         raw_reason = status if status is None or isinstance(status, str) else str(status)
         out.append(
-            MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, data=data, raw=frame)
+            MessageEnd(
+                finish_reason=reason,
+                raw_finish_reason=raw_reason,
+                data=data,
+                metadata=metadata,
+                # The agent runs its tools; a call without a result still asks nothing.
+                tools_run_by_platform=True,
+                raw=frame,
+            )
         )
 
     def _message_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -351,7 +382,7 @@ class Clouisle(Provider):
             out.append(UsageUpdate(usage=usage_from(usage), raw=frame))
         status = p.get("status")
         data = {"elapsed_ms": p.get("elapsed_ms"), "status": status}
-        self._end_message(status, data, frame, out)
+        self._end_message(status, data, frame, out, _metadata(p, (*ID_FIELDS, "elapsed_ms")))
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self.terminal_seen = True

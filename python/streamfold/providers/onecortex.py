@@ -18,9 +18,16 @@ Mapping. The reply text runs form ``text`` blocks (a run ends when a tool call s
 tool call is a ``tool_call`` block keyed by its ``id`` (argument fragments of several calls may
 interleave); ``tool_result`` -> ``ToolResultAdded``; ``step_*`` -> ``StepStart``/``StepEnd``;
 ``done`` -> ``MessageEnd`` whose ``data`` is ``{result, sessionId, versionNumber, durationMs}``
-(the fold compares ``result``, the whole reply, with the joined text); ``error`` ->
-``StreamError``. There is no message-start on the wire: ``MessageStart`` is synthesized
-before the first event.
+(the fold compares ``result``, the whole reply, with the joined text) and whose ``metadata``
+holds the session fields present (``Message.metadata``); ``error`` -> ``StreamError``. There is
+no message-start on the wire: ``MessageStart`` is synthesized before the first event.
+
+``result`` "is always present, and is the whole reply": a run whose text never streamed (no
+``text`` event with any text) takes it from ``result``, as one text block opened, filled and
+closed just before ``MessageEnd``; a run whose text streamed takes nothing from it (the fold
+reports a difference). The platform runs the tools itself (``done``: "The run finished"), so
+``MessageEnd.tools_run_by_platform`` is set: a call without a ``tool_result`` does not make
+the finish ``tool_calls``.
 
 The rules of the docs are checked: exactly one terminal event, last; ``tool_call_start``
 before anything else about its ``id``; ``v`` is ``1``; calls and steps closed at ``done`` (a
@@ -58,6 +65,9 @@ FINISH_REASONS: dict[str, FinishReason] = {"done": "stop", "error": "error"}
 #: The fields of ``done`` kept in ``MessageEnd.data``.
 DONE_FIELDS = ("result", "sessionId", "versionNumber", "durationMs")
 
+#: The fields of ``done`` about the session rather than the reply: ``MessageEnd.metadata``.
+SESSION_FIELDS = ("sessionId", "versionNumber", "durationMs")
+
 FORMAT_VERSION = 1
 
 _Handler = Callable[[dict[str, Any], Any, list[Event]], None]
@@ -74,6 +84,8 @@ class Onecortex(Provider):
         self._version_checked = False
         self._next_block = 0
         self._text: int | None = None
+        #: Some text streamed in ``text`` events: ``done.result`` then adds nothing.
+        self._text_streamed = False
         #: tool call id -> block index and name; the call blocks still open.
         self._calls: dict[str, int] = {}
         self._names: dict[str, str | None] = {}
@@ -169,6 +181,8 @@ class Onecortex(Provider):
             index = self._text = self._next_block
             self._next_block = index + 1
             out.append(BlockStart(index=index, kind="text", raw=frame))
+        if text:
+            self._text_streamed = True
         out.append(text_delta(index, "text", text, 0, frame))
 
     def _tool_call_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -238,17 +252,38 @@ class Onecortex(Provider):
         self._close_text(frame, out)
         if "result" not in p:
             self.violation("done without result", out, event="done", raw=frame)
+        elif not self._text_streamed:
+            self._text_from_result(p["result"], frame, out)
         if self._open:
             ids = [i for i, b in self._calls.items() if b in self._open]
             self.violation(f"tool calls never ended: {ids}", out, event="done")
         if self._steps:
             self.violation(f"steps never ended: {self._steps}", out, event="done")
         data = {key: p.get(key) for key in DONE_FIELDS}
+        session = {key: p[key] for key in SESSION_FIELDS if p.get(key) is not None}
         out.append(
             MessageEnd(
-                finish_reason=FINISH_REASONS["done"], raw_finish_reason="done", data=data, raw=frame
+                finish_reason=FINISH_REASONS["done"],
+                raw_finish_reason="done",
+                data=data,
+                metadata=session or None,
+                # "done: The run finished": the agent ran its calls, none waits on the client.
+                tools_run_by_platform=True,
+                raw=frame,
             )
         )
+
+    def _text_from_result(self, result: Any, frame: Any, out: list[Event]) -> None:
+        """The whole reply from ``done.result`` for a run whose text never streamed (a
+        framework that reports only ``done``), so the message is not empty. Once: ``done`` is
+        the last event."""
+        if result.__class__ is not str or not result:
+            return
+        index = self._next_block
+        self._next_block = index + 1
+        out.append(BlockStart(index=index, kind="text", raw=frame))
+        out.append(text_delta(index, "text", result, 0, frame))
+        out.append(BlockEnd(index=index, kind="text", raw=frame))
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self.terminal_seen = True
