@@ -490,7 +490,8 @@ def test_truncated_arguments_closed_by_the_stream() -> None:
     assert "incomplete" in call.error
 
 
-def test_open_call_at_the_terminal_event_counts_as_closed_only_if_valid() -> None:
+def test_open_call_at_the_terminal_event_is_cut_whatever_its_text() -> None:
+    # Valid JSON may be a prefix of the arguments ('{"x": 1}' of '{"x": 12}'): no close came.
     events = [
         MessageStart(),
         BlockStart(index=0, kind="tool_call", id="a", name="f"),
@@ -501,12 +502,18 @@ def test_open_call_at_the_terminal_event_counts_as_closed_only_if_valid() -> Non
     ]
     m = fold(events)
     first, second = m.tool_calls
-    assert (first.arguments, first.complete) == ({"x": 1}, True)
+    assert (first.arguments, first.complete, first.arguments_json) == (None, False, '{"x": 1}')
+    assert first.error is not None and "before the call closed" in first.error
+    assert first.partial_arguments() == {"x": 1}
     assert (second.arguments, second.complete) == (None, False)
-    assert second.error is not None
+    assert second.error is not None and second.error.startswith("incomplete JSON arguments")
     assert second.arguments_json == '{"lines": ["# TITLE'
-    assert m.blocks[1].complete is False
-    assert m.finish_reason == "length"
+    assert second.partial_arguments() == {"lines": ["# TITLE"]}
+    assert [b.complete for b in m.blocks] == [False, False]
+    assert (m.complete, m.finish_reason, m.raw_finish_reason) == (True, "length", "max_tokens")
+    assert len(m.warnings) == 2
+    assert "'f' (id 'a') in block 0" in m.warnings[0]
+    assert "'g' (id 'b') in block 1" in m.warnings[1]
 
 
 @pytest.mark.parametrize("fragments", [(), ("",), ("  ",)])

@@ -35,6 +35,10 @@ What providers promise and the fold relies on:
 * Tool-call ``BlockDelta`` texts are fragments of the arguments' JSON text; a call that arrives
   whole has ``BlockStart(kind="tool_call", complete=True, arguments=<parsed>)`` and a
   ``BlockEnd`` right after.
+* A provider whose calls have no close of their own ends them with ``BlockEnd`` before its
+  ``MessageEnd`` (Chat Completions and Mistral at ``finish_reason``, Cohere v1 at
+  ``stream-end``). A call still open at ``MessageEnd`` is one whose close never came (a token
+  limit inside the call): the fold marks it incomplete, whatever its text.
 """
 
 from __future__ import annotations

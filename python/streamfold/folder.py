@@ -79,6 +79,9 @@ _JsonAccumulator: Any = JsonAccumulator
 #: they report without a result was still run, and a client loop would run it again.
 _TOOL_TURN_FINISHES = frozenset({"stop", "other"})
 _OPEN_CALL_ERROR = "the stream ended before the call's arguments were complete"
+#: A call still open at its message's terminal event: every provider module ends the calls
+#: that have no close of their own before that event, so this one's close never came.
+_CUT_CALL_ERROR = "the message ended before the call closed: its arguments may be cut short"
 
 
 def _whole_arguments(value: Any) -> tuple[Any, str, str | None]:
@@ -113,6 +116,7 @@ class _Call:
         "extra",
         "id",
         "name",
+        "partial",
         "position",
         "snap",
         "start_args",
@@ -132,6 +136,8 @@ class _Call:
         self.closed = False
         self.complete = False
         self.error: str | None = None
+        #: The best-effort value of a call cut short at the terminal event (else ``None``).
+        self.partial: Any = None
         self.snap: ToolCall | None = None
         if ev.complete:
             self.arguments, self.arguments_json, self.error = _whole_arguments(ev.arguments)
@@ -166,35 +172,53 @@ class _Call:
         self.error = f"invalid JSON arguments: {exc}"
         return self.broken.append
 
-    def close(self, *, terminal: bool) -> None:
-        """Parse the accumulated text once. At the terminal event (providers with no close of
-        their own), the call counts as closed only if its text is one complete valid value."""
+    def close(self) -> None:
+        """The call's end event: parse the accumulated text once. The call is closed
+        (``complete``) even when its text is not valid: ``error`` then says why."""
         self.closed = True
+        self.complete = True
         if self.broken is not None:
             self.arguments_json = "".join(self.broken)
             self.arguments = None
-            self.complete = not terminal
             return
-        acc = self.acc
-        text: str = acc.text
+        text: str = self.acc.text
         self.arguments_json = text
         if not text.strip():
             self.arguments = {} if self.start_args is None else self.start_args
-            self.complete = True
             return
-        try:
-            self.arguments = acc.value()
-        except IncompleteJsonError as exc:
-            self.error = f"incomplete JSON arguments: {exc}"
-        except InvalidJsonError as exc:
-            self.error = f"invalid JSON arguments: {exc}"
-        except ValueError as exc:  # an integer over Python's digit limit, as in json.loads
-            self.error = f"unreadable JSON arguments: {exc}"
-        else:
-            self.complete = True
-            return
+        self.arguments, self.error = self.parse()
+
+    def cut(self) -> None:
+        """The terminal event came while the call was open, so its close never came: it is
+        incomplete whatever its text looks like (text that parses may still be a prefix of
+        the arguments, and an empty text is not ``{}``). The text is kept as it arrived, with
+        its best-effort value in ``partial``."""
+        self.closed = True
+        self.complete = False
         self.arguments = None
-        self.complete = not terminal
+        if self.broken is not None:
+            self.arguments_json = "".join(self.broken)  # ``error`` already says it is invalid
+            return
+        text: str = self.acc.text
+        self.arguments_json = text
+        try:
+            self.partial = self.acc.partial()
+        except ValueError:  # an integer over Python's digit limit
+            self.partial = None
+        error = self.parse()[1] if text.strip() else None
+        self.error = error if error is not None else _CUT_CALL_ERROR
+
+    def parse(self) -> tuple[Any, str | None]:
+        """The accumulated text as ``(arguments, error)``."""
+        try:
+            value = self.acc.value()
+        except IncompleteJsonError as exc:
+            return None, f"incomplete JSON arguments: {exc}"
+        except InvalidJsonError as exc:
+            return None, f"invalid JSON arguments: {exc}"
+        except ValueError as exc:  # an integer over Python's digit limit, as in json.loads
+            return None, f"unreadable JSON arguments: {exc}"
+        return value, None
 
     def snapshot(self, block: int) -> ToolCall:
         if self.closed:
@@ -208,6 +232,7 @@ class _Call:
                 error=self.error,
                 block=block,
                 extra=self.extra,
+                arguments_partial=self.partial,
             )
         broken = self.broken
         if broken is not None:
@@ -871,15 +896,37 @@ class Folder:
             b.data = ev.data  # the block's final payload (Responses ``output_item.done``)
             self._mark(b)
         if not b.complete:
-            self._close(b, terminal=False)
+            call = b.call
+            if call is not None and not call.closed:
+                call.close()
+            self._close(b, complete=True)
 
-    def _close(self, b: _Block, *, terminal: bool) -> None:
-        call = b.call
-        if call is not None and not call.closed:
-            call.close(terminal=terminal)
-        b.complete = call is None or call.complete or not terminal
+    def _close(self, b: _Block, *, complete: bool) -> None:
+        b.complete = complete
         b.push = self._stray(b, BlockEnd(index=b.index, kind=b.kind, choice=b.choice))
         self._mark(b)
+
+    def _end_open_block(self, b: _Block, ev: MessageEnd) -> None:
+        """A block still open at its choice's terminal event. Text ends with the message. A
+        call does not: providers whose calls have no close of their own (Chat Completions and
+        Mistral at ``finish_reason``, Cohere v1 at ``stream-end``) end them before this event,
+        and whole calls are ended at once, so a call open here is one whose close never came
+        (Anthropic ``max_tokens`` before ``content_block_stop``, Cohere v2 ``MAX_TOKENS``
+        before ``tool-call-end``, Onecortex ``done`` before ``tool_call_end``): cut short."""
+        call = b.call
+        if call is None or call.closed:
+            self._close(b, complete=True)
+            return
+        call.cut()
+        self._close(b, complete=False)
+        what = "tool call" if b.kind == "tool_call" else f"{b.kind} call"
+        label = f"{call.name!r}" + (f" (id {call.id!r})" if call.id is not None else "")
+        self._warnings.append(
+            f"{self.provider or 'fold'}: {what} {label} in block {b.index} of choice "
+            f"{b.choice} was still open at the terminal event (finish "
+            f"{ev.raw_finish_reason!r}): marked incomplete, its arguments may be cut short"
+        )
+        self._run_changed = True
 
     def _on_signature(self, ev: SignatureDelta) -> None:
         b = self._find(ev.choice, ev.index, ev)
@@ -931,7 +978,7 @@ class Folder:
         c.ended = True
         for b in c.order:
             if not b.complete:
-                self._close(b, terminal=True)
+                self._end_open_block(b, ev)
         c.platform_tools = ev.tools_run_by_platform
         c.finish = self._tool_turn(c, ev)
         c.raw_finish = ev.raw_finish_reason

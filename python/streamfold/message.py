@@ -67,11 +67,14 @@ class ToolCall:
     index: int
     id: str | None
     name: str | None
-    #: Parsed arguments; ``None`` when ``arguments_json`` is not one complete valid value.
+    #: Parsed arguments; ``None`` when ``arguments_json`` is not one complete valid value, or
+    #: the call is incomplete.
     arguments: Any
     #: The arguments as JSON text, exactly as streamed (re-serialized for whole-call providers).
     arguments_json: str
-    #: The call was closed by the stream (its end event, or the terminal event).
+    #: The call was closed by the stream: its end event, or the close a provider with none of
+    #: its own sends at its terminal event. ``False`` while open, and for a call still open at
+    #: the terminal event (cut short, e.g. by a token limit).
     complete: bool
     #: Why ``arguments`` is ``None``: invalid or truncated JSON, a provider error.
     error: str | None = None
@@ -79,8 +82,8 @@ class ToolCall:
     block: int | None = None
     #: Provider extras needed to send the call back (e.g. Gemini ``thoughtSignature``).
     extra: dict[str, Any] = field(default_factory=dict)
-    #: While the call is open: the best-effort value of the arguments so far
-    #: (``JsonAccumulator.partial``); ``None`` once the call has closed.
+    #: While the call is open, or when it was cut short: the best-effort value of the
+    #: arguments so far (``JsonAccumulator.partial``); ``None`` once the call has closed.
     arguments_partial: Any = field(default=None, repr=False)
 
     def partial_arguments(self) -> Any:

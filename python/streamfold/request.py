@@ -31,7 +31,8 @@ def to_request(message: Message, provider: str) -> Any:
 
 
 def _arguments(call: ToolCall) -> Any:
-    if call.arguments is None:
+    # An incomplete call is refused even with arguments: they may be a prefix of the real ones.
+    if call.arguments is None or not call.complete:
         raise ValueError(
             f"tool call {call.id or call.index} ({call.name}) has no valid arguments "
             f"({call.error or 'not complete'}); it cannot be sent back as it is"
