@@ -82,6 +82,10 @@ _OPEN_CALL_ERROR = "the stream ended before the call's arguments were complete"
 #: A call still open at its message's terminal event: every provider module ends the calls
 #: that have no close of their own before that event, so this one's close never came.
 _CUT_CALL_ERROR = "the message ended before the call closed: its arguments may be cut short"
+#: ``null`` parses, but no provider takes it back as a call's input: Anthropic ``input`` and
+#: Cohere v1 ``parameters`` are objects, Gemini ``args`` a Struct, and every API declares a
+#: tool's parameters as an object schema. ``arguments`` is ``None`` for it, so it is an error.
+_NULL_ARGUMENTS_ERROR = "the arguments are JSON null, not an object"
 
 
 def _whole_arguments(value: Any) -> tuple[Any, str, str | None]:
@@ -96,9 +100,10 @@ def _whole_arguments(value: Any) -> tuple[Any, str, str | None]:
         if not value.strip():
             return {}, value, None
         try:
-            return json.loads(value), value, None
+            parsed = json.loads(value)
         except ValueError as exc:
             return None, value, f"invalid JSON arguments: {exc}"
+        return parsed, value, None if parsed is not None else _NULL_ARGUMENTS_ERROR
     return value, json.dumps(value, ensure_ascii=False, default=str), None
 
 
@@ -209,7 +214,7 @@ class _Call:
         self.error = error if error is not None else _CUT_CALL_ERROR
 
     def parse(self) -> tuple[Any, str | None]:
-        """The accumulated text as ``(arguments, error)``."""
+        """The accumulated text as ``(arguments, error)``: exactly one of them is ``None``."""
         try:
             value = self.acc.value()
         except IncompleteJsonError as exc:
@@ -218,7 +223,7 @@ class _Call:
             return None, f"invalid JSON arguments: {exc}"
         except ValueError as exc:  # an integer over Python's digit limit, as in json.loads
             return None, f"unreadable JSON arguments: {exc}"
-        return value, None
+        return value, None if value is not None else _NULL_ARGUMENTS_ERROR
 
     def snapshot(self, block: int) -> ToolCall:
         if self.closed:

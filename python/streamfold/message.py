@@ -67,8 +67,8 @@ class ToolCall:
     index: int
     id: str | None
     name: str | None
-    #: Parsed arguments; ``None`` when ``arguments_json`` is not one complete valid value, or
-    #: the call is incomplete.
+    #: Parsed arguments; ``None`` when ``arguments_json`` is not one complete valid value, or is
+    #: ``null`` (no provider takes it as a call's input), or the call is incomplete.
     arguments: Any
     #: The arguments as JSON text, exactly as streamed (re-serialized for whole-call providers).
     arguments_json: str

@@ -9,10 +9,12 @@ through ``sf.fold`` and through ``sf.events`` into a public ``Folder``.
   prefix of the real arguments, and no text is not ``{}``. The message stays complete, with the
   finish reason the provider gave. Providers with no close of their own (Chat Completions and
   Mistral at ``finish_reason``) close their calls there: those stay whole.
+* ``null`` arguments parse, but no provider takes null as a call's input: an error.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -248,3 +250,78 @@ def test_anthropic_server_tool_open_at_max_tokens_is_cut() -> None:
     assert call.arguments_json == '{"query": "x"}'
     assert m.blocks[0].complete is False
     assert any("server_tool call 'web_search'" in w for w in m.warnings)
+
+
+# -- null arguments --------------------------------------------------------------------------
+
+
+def clouisle(text: str) -> bytes:
+    return sse(
+        ("message_start", {"conversation_id": "c", "message_id": "m"}),
+        ("tool_call", {"id": "tc-1", "name": "delete_files", "arguments": text}),
+        ("message_end", {"status": "completed"}),
+    )
+
+
+#: provider -> a stream whose one call is closed with the given argument text.
+CLOSED_STREAMS: dict[str, Callable[[str], bytes]] = {
+    "anthropic": lambda text: anthropic([text], close=True, stop="tool_use"),
+    "cohere-v2": lambda text: cohere_v2([text], close=True, stop="TOOL_CALL"),
+    "onecortex": lambda text: onecortex([text], close=True),
+    "openai-responses": lambda text: responses([text], close=True),
+    "openai": lambda text: openai_chat([text], close=True, finish="tool_calls"),
+    "mistral": lambda text: openai_chat([text], close=True, finish="tool_calls"),
+    "clouisle": clouisle,
+}
+
+
+def check_null(m: Message) -> None:
+    (call,) = m.tool_calls
+    assert (call.complete, call.arguments, call.arguments_json) == (True, None, "null")
+    assert call.error is not None and "null" in call.error
+    for shape in ["openai", "anthropic", "gemini", "cohere-v1", "cohere-v2"]:
+        with pytest.raises(ValueError, match="JSON null"):
+            m.to_request(shape)
+
+
+@pytest.mark.parametrize("provider", sorted(CLOSED_STREAMS))
+def test_null_arguments_are_an_error_that_to_request_agrees_with(provider: str) -> None:
+    stream = CLOSED_STREAMS[provider]("null")
+    check_null(sf.fold([stream], provider=provider))
+    check_null(events_folded([stream], provider))
+
+
+@given(st.data())
+def test_null_arguments_whatever_the_chunking(data: st.DataObject) -> None:
+    provider = data.draw(st.sampled_from(sorted(CLOSED_STREAMS)))
+    stream = CLOSED_STREAMS[provider]("null")
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=40))
+    check_null(sf.fold(split_at(stream, cuts), provider=provider))
+
+
+@pytest.mark.parametrize("provider", sorted(CLOSED_STREAMS))
+@pytest.mark.parametrize("text", ["{}", '{"a": null}', "[null]"])
+def test_other_values_with_null_inside_are_whole(provider: str, text: str) -> None:
+    (call,) = sf.fold([CLOSED_STREAMS[provider](text)], provider=provider).tool_calls
+    assert (call.complete, call.arguments, call.error) == (True, json.loads(text), None)
+
+
+def test_whole_call_and_pending_call_with_null_text() -> None:
+    folder = sf.Folder("clouisle")
+    folder.add(sf.MessageStart())
+    whole = sf.BlockStart(
+        index=0, kind="tool_call", id="a", name="f", arguments="null", complete=True
+    )
+    folder.add(whole)
+    folder.add(sf.BlockEnd(index=0, kind="tool_call"))
+    folder.add(sf.RunStatus(status="waiting", pending_tool_name="ask", pending_tool_input="null"))
+    m = folder.snapshot()
+    for call in [*m.tool_calls, m.pending_tool_call]:
+        assert call is not None and call.arguments is None
+        assert call.error is not None and "null" in call.error
+    with pytest.raises(ValueError, match="JSON null"):
+        m.to_request("openai")
+    # No input at all stays "no arguments": {}.
+    folder.add(sf.RunStatus(status="waiting", pending_tool_name="ask", pending_tool_input=None))
+    pending = folder.snapshot().pending_tool_call
+    assert pending is not None and (pending.complete, pending.arguments) == (True, {})
