@@ -22,6 +22,7 @@ from .events import (
     CitationAdded,
     Event,
     MediaAdded,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -206,7 +207,7 @@ def _event_detail(event: Event) -> str:
         if event.choice:
             bits.append(f"choice={event.choice}")
         return " ".join(b for b in bits if b)
-    if isinstance(event, MessageEnd):
+    if isinstance(event, (MessageDelta, MessageEnd)):
         choice = f"choice={event.choice} " if event.choice else ""
         return f"{choice}finish={event.finish_reason} (raw {event.raw_finish_reason!r})"
     if isinstance(event, UsageUpdate):

@@ -18,6 +18,8 @@ What providers promise and the fold relies on:
 
 * Every choice (OpenAI ``n>1``) opens with a ``MessageStart(choice=i)``; every other
   provider sends exactly one ``MessageStart`` (choice 0), synthesized if the wire has none.
+* ``MessageDelta`` carries a finish reason sent before the terminal event (Anthropic
+  ``message_delta``); the fold shows it until ``MessageEnd`` replaces it.
 * ``MessageEnd`` is the provider's terminal event for its choice (OpenAI: the chunk with a
   ``finish_reason``; Anthropic: ``message_stop``, with the ``stop_reason`` of the preceding
   ``message_delta``; Cohere v2 ``message-end``; Cohere v1 ``stream-end``; Responses
@@ -56,6 +58,7 @@ __all__ = [
     "CitationAdded",
     "Event",
     "MediaAdded",
+    "MessageDelta",
     "MessageEnd",
     "MessageStart",
     "Notice",
@@ -178,6 +181,21 @@ class UsageUpdate(Event):
 
     type: ClassVar[str] = "usage"
     usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageDelta(Event):
+    """The provider announced how the message will finish before its terminal event
+    (Anthropic ``message_delta`` ahead of ``message_stop``). It ends nothing: ``MessageEnd``
+    still does, with its own finish reason. A stream cut between the two keeps this one in
+    its partial message, since it did arrive."""
+
+    type: ClassVar[str] = "message_delta"
+    finish_reason: FinishReason | None
+    raw_finish_reason: str | None
+    choice: int = 0
+    #: The provider's delta as sent (Anthropic ``stop_reason``, ``stop_sequence``…).
+    data: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

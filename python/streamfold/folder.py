@@ -43,6 +43,7 @@ from .events import (
     CitationAdded,
     Event,
     MediaAdded,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -520,6 +521,7 @@ class Folder:
             CitationAdded: self._on_citation,
             UsageUpdate: self._on_usage,
             MessageStart: self._on_message_start,
+            MessageDelta: self._on_message_delta,
             MessageEnd: self._on_message_end,
             StepStart: self._on_step_start,
             StepEnd: self._on_step_end,
@@ -751,11 +753,7 @@ class Folder:
                     blocks.append(snap)
                     if snap.tool_call is not None and b.kind == "tool_call":
                         calls.append(snap.tool_call)
-            finish, raw_finish = m.finish_reason, m.raw_finish_reason
-            if error is not None and raw_finish is None:
-                raw_finish = error.raw_finish_reason
-            if error is not None and not m.complete and finish is None:
-                finish = "error"
+            finish, raw_finish = _partial_finish(m, c, error)
             out.append(
                 replace(
                     m,
@@ -976,6 +974,16 @@ class Folder:
                 metadata[key] = value
                 self._run_changed = True
 
+    def _on_message_delta(self, ev: MessageDelta) -> None:
+        # Shown until MessageEnd sets the final one, and kept by a partial if it never comes.
+        c = self._choice(ev.choice)
+        if c.ended:
+            self._violation(f"finish reason for choice {ev.choice} after its end", ev)
+            return
+        c.finish = ev.finish_reason
+        c.raw_finish = ev.raw_finish_reason
+        c.changed = True
+
     def _on_message_end(self, ev: MessageEnd) -> None:
         c = self._choice(ev.choice)
         if c.ended:
@@ -1136,6 +1144,21 @@ def _same_query(a: Any, b: Any) -> bool:
             first, second = a.get("generation_id"), b.get("generation_id")
             return first is None or second is None or first == second
     return bool(a == b)
+
+
+def _partial_finish(
+    m: Message, c: _Choice | None, error: StreamError | None
+) -> tuple[FinishReason | None, str | None]:
+    """The finish of a partial message: what arrived (a ``MessageEnd``, or the finish a
+    ``MessageDelta`` announced). A provider error ends a choice that had not ended: its
+    finish is then ``error``, with the error's raw finish reason (Cohere ``ERROR``)."""
+    if error is None:
+        return m.finish_reason, m.raw_finish_reason
+    if c is None or not c.ended:
+        return "error", error.raw_finish_reason
+    finish = m.finish_reason if m.finish_reason is not None or m.complete else "error"
+    raw = m.raw_finish_reason
+    return finish, raw if raw is not None else error.raw_finish_reason
 
 
 def _error_object(exc: StreamError) -> Any:

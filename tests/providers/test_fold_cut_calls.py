@@ -10,6 +10,8 @@ through ``sf.fold`` and through ``sf.events`` into a public ``Folder``.
   finish reason the provider gave. Providers with no close of their own (Chat Completions and
   Mistral at ``finish_reason``) close their calls there: those stay whole.
 * ``null`` arguments parse, but no provider takes null as a call's input: an error.
+* A finish reason that arrived before the terminal event (Anthropic ``message_delta``) stays
+  in the partial message of a stream cut before ``message_stop``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold.events import MessageDelta
 from streamfold.message import Message
 
-from .helpers import split_at, sse
+from .helpers import CAPTURES, random_splits, run, split_at, sse
+
+requires_captures = pytest.mark.skipif(
+    not (CAPTURES / "anthropic").is_dir(), reason="../shared/captures is absent"
+)
 
 
 def named(kind: str, **payload: Any) -> tuple[str, dict[str, Any]]:
@@ -325,3 +332,76 @@ def test_whole_call_and_pending_call_with_null_text() -> None:
     folder.add(sf.RunStatus(status="waiting", pending_tool_name="ask", pending_tool_input=None))
     pending = folder.snapshot().pending_tool_call
     assert pending is not None and (pending.complete, pending.arguments) == (True, {})
+
+
+# -- a finish reason that arrived before the terminal event ----------------------------------
+
+
+def anthropic_cut_after_message_delta(stop: str) -> bytes:
+    # Everything up to message_stop, which never comes.
+    return anthropic(['{"path": "/tm'], close=False, stop=stop).rsplit(b"event: message_stop", 1)[0]
+
+
+def check_announced(m: Message, stop: str, finish: str) -> None:
+    assert not m.complete
+    assert (m.finish_reason, m.raw_finish_reason) == (finish, stop)
+    assert m.usage is not None and m.usage.output_tokens == 9
+    (call,) = m.tool_calls
+    assert (call.complete, call.arguments) == (False, None)
+
+
+@pytest.mark.parametrize(("stop", "finish"), [("max_tokens", "length"), ("tool_use", "tool_calls")])
+def test_partial_keeps_the_finish_announced_before_the_cut(stop: str, finish: str) -> None:
+    stream = anthropic_cut_after_message_delta(stop)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([stream], provider="anthropic")
+    check_announced(info.value.partial, stop, finish)
+    check_announced(events_folded([stream], "anthropic"), stop, finish)
+    announced = run(stream, "anthropic").of(MessageDelta)
+    assert [(e.finish_reason, e.raw_finish_reason) for e in announced] == [(finish, stop)]
+
+
+@given(st.data())
+def test_announced_finish_whatever_the_chunking(data: st.DataObject) -> None:
+    stream = anthropic_cut_after_message_delta("max_tokens")
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=40))
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold(split_at(stream, cuts), provider="anthropic")
+    check_announced(info.value.partial, "max_tokens", "length")
+
+
+def test_the_terminal_event_sets_the_final_finish() -> None:
+    folder = sf.Folder("anthropic")
+    folder.add(sf.MessageStart())
+    folder.add(MessageDelta(finish_reason="length", raw_finish_reason="max_tokens"))
+    assert folder.snapshot().finish_reason == "length"
+    folder.add(sf.MessageEnd(finish_reason="stop", raw_finish_reason="end_turn"))
+    m = folder.result()
+    assert (m.complete, m.finish_reason, m.raw_finish_reason) == (True, "stop", "end_turn")
+
+
+def test_a_provider_error_after_the_announced_finish_ends_in_error() -> None:
+    # The error is how the message ended: its partial says so, not the earlier announcement.
+    folder = sf.Folder("anthropic")
+    folder.add(sf.MessageStart())
+    folder.add(MessageDelta(finish_reason="length", raw_finish_reason="max_tokens"))
+    error = sf.StreamError("Overloaded", code="overloaded_error")
+    folder.annotate_error(error)
+    assert error.partial is not None
+    assert (error.partial.finish_reason, error.partial.raw_finish_reason) == ("error", None)
+
+
+@requires_captures
+@pytest.mark.parametrize("seed", range(5))
+def test_capture_cut_before_message_stop_keeps_max_tokens(seed: int) -> None:
+    # The capture's last event, message_stop, is never dispatched (no blank line after it).
+    path = CAPTURES / "anthropic" / "max_tokens_partial_tool_json.sse"
+    data = path.read_bytes()
+    chunks = [data] if seed == 0 else random_splits(data, seed)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold(chunks, provider="anthropic")
+    partial = info.value.partial
+    assert (partial.finish_reason, partial.raw_finish_reason) == ("length", "max_tokens")
+    assert partial.usage is not None and partial.usage.output_tokens == 124
+    folded = events_folded(chunks, "anthropic")
+    assert (folded.finish_reason, folded.raw_finish_reason) == ("length", "max_tokens")

@@ -39,8 +39,9 @@ character/page/block range). Usage: ``message_start.message.usage`` is the first
 ``message_delta.usage`` is cumulative and merged over it field by field (non-null values
 replace), each giving a ``UsageUpdate`` of the merged total. ``Usage.input_tokens`` counts every
 prompt token: ``input_tokens`` plus cache creation and cache reads (the latter are also
-``cached_tokens``). ``message_stop`` is the terminal event: ``MessageEnd`` with the
-``stop_reason`` of the preceding ``message_delta``.
+``cached_tokens``). ``message_delta``'s ``stop_reason`` -> ``MessageDelta`` (after its
+``UsageUpdate``), so a stream cut before ``message_stop`` keeps it in its partial message.
+``message_stop`` is the terminal event: ``MessageEnd`` with that ``stop_reason``.
 
 Speed: ``content_block_delta`` payloads of one block are read by string comparison once one of
 them has been parsed (``_chunk_template``), with the same result.
@@ -57,6 +58,7 @@ from ..events import (
     BlockStart,
     CitationAdded,
     Event,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -346,6 +348,17 @@ class Anthropic(Provider):
             merged.update((key, value) for key, value in usage.items() if value is not None)
             self._usage = merged
             out.append(UsageUpdate(usage=usage_from_anthropic(merged), raw=frame))
+        raw_reason = delta.get("stop_reason") if delta.__class__ is dict else None
+        if raw_reason.__class__ is str:
+            # Known now, though message_stop ends the message: a stream cut before it keeps it.
+            out.append(
+                MessageDelta(
+                    finish_reason=STOP_REASONS.get(raw_reason, "other"),
+                    raw_finish_reason=raw_reason,
+                    data=self._stop,
+                    raw=frame,
+                )
+            )
 
     def _message_stop(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._ensure_started(frame, out, "message_stop")
