@@ -853,7 +853,8 @@ def render(
         "dictionary fold: the best a careful Python programmer does without a library. It "
         "decodes each read once and has a shortcut for one-line blocks; `minimal, plain` (in "
         "the framing tables only) is the same framer without them, each block decoded and "
-        "split into lines. The goals are judged against the faster `minimal`.",
+        "split into lines. Each framing goal is judged against whichever of the two is "
+        "faster on that stream and read size.",
         "- Peers are used as their users use them: httpx-sse's line and event decoders over an "
         "incremental UTF-8 decoder (what `EventSource.iter_sse` does); the OpenAI and Anthropic "
         "SDKs' `SSEDecoder.iter_bytes`; sseclient-py's `SSEClient(chunks).events()`; the OpenAI "
