@@ -200,6 +200,16 @@ def test_call_open_at_the_terminal_event_is_cut(provider: str, fragments: list[s
     check_cut(events_folded([stream], provider), provider, fragments)
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "cohere-v2", "openai-responses"])
+def test_a_call_cut_by_the_token_limit_breaks_no_rule(provider: str) -> None:
+    # The provider cut the answer where it stood: strict mode does not refuse the stream, and
+    # the one warning is the fold's, naming the cut call.
+    stream = CUT_STREAMS[provider][0](['{"path": "/tm'], close=False)
+    m = sf.fold([stream], provider=provider, strict=True)
+    check_cut(m, provider, ['{"path": "/tm'])
+    assert len(m.warnings) == 1
+
+
 @pytest.mark.parametrize("provider", sorted(CUT_STREAMS))
 def test_cut_call_keeps_its_best_effort_value(provider: str) -> None:
     stream = CUT_STREAMS[provider][0](['{"path": "/tmp", "n": [1, 2'], close=False)

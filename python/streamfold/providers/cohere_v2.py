@@ -84,6 +84,10 @@ FINISH_REASONS: dict[str, FinishReason] = {
     "USER_CANCEL": "other",
 }
 
+#: Finish reasons that cut the answer short where it stood: a block left open by them was cut,
+#: not forgotten (the fold marks such a call incomplete), so it breaks no ordering rule.
+CUT_SHORT = frozenset({"MAX_TOKENS", "TIMEOUT"})
+
 #: ``content-start`` content ``type`` -> block kind.
 CONTENT_KINDS: dict[str, BlockKind] = {"text": "text", "thinking": "reasoning"}
 
@@ -353,7 +357,7 @@ class CohereV2(Provider):
                 retryable_without_duplicate=self._next_block == 0,
             )
         self._close_plan(frame, out)
-        if self._open:
+        if self._open and raw_reason not in CUT_SHORT:
             self._unclosed(out, "message-end")
         reason = FINISH_REASONS.get(raw_reason, "other") if raw_reason is not None else None
         out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=frame))
