@@ -437,6 +437,31 @@ def test_part_inside_a_streamed_call_strict_raises_with_what_arrived(case: str) 
     assert (call.complete, call.arguments, call.arguments_json) == (False, None, PAR_TEXT)
 
 
+def test_pieces_after_a_cut_are_dropped_with_a_warning() -> None:
+    # The call was cut by a text part; its later pieces (and its late ``{}``) belong to a call
+    # already reported incomplete: dropped with a warning, the stream read on.
+    stream = gsse(
+        opened(),
+        args(PAR),
+        chunk({"text": "Let me check."}),
+        args(PAR),
+        chunk({"functionCall": {}}),
+        chunk({"text": " Done."}, finish="STOP"),
+    )
+    message = sf.fold([stream], provider="gemini")
+    assert message.complete and message.text == "Let me check. Done."
+    (cut,) = message.tool_calls
+    assert (cut.complete, cut.arguments_json) == (False, PAR_TEXT)
+    assert [w for w in message.warnings if "already cut short (dropped)" in w]
+    with pytest.raises(sf.ProtocolError):
+        sf.fold([stream], provider="gemini", strict=True)
+
+
+def test_pieces_for_a_call_never_begun_are_still_a_protocol_error() -> None:
+    with pytest.raises(sf.ProtocolError, match="never started"):
+        sf.fold([gsse(args(PAR), chunk(finish="STOP"))], provider="gemini")
+
+
 def test_input_ending_inside_a_call_keeps_what_arrived_in_the_partial() -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([CUT_BY_EOF], provider="gemini")

@@ -152,6 +152,7 @@ class _Candidate:
         "call",
         "citations",
         "cursor",
+        "cut",
         "ended",
         "index",
         "last_text",
@@ -170,6 +171,9 @@ class _Candidate:
         #: Where the last partialArgs value went, and whether that string is still streaming:
         #: what stays open in the text of a call cut before its end.
         self.cursor: tuple[list[str | int], bool] = ([], False)
+        #: A streamed call was cut before its ``{}`` (by a text part or a new call): its late
+        #: pieces are dropped with a warning, not read as a call that never began.
+        self.cut = False
         self.last_text: int | None = None
         #: Grounding already reported: chunks, and supports/citations by key.
         self.sources = 0
@@ -346,6 +350,7 @@ class Gemini(Provider):
             # ``finishReason`` inside it, never passed off as whole. Cut first, so that the
             # strict error's partial keeps the arguments that arrived.
             self._cut_call(state, frame, out)
+            state.cut = True
             self.violation(
                 "text inside a streamed function call (no closing functionCall {})",
                 out,
@@ -374,6 +379,7 @@ class Gemini(Provider):
             else:
                 # The same for a new call: the open one never got its ``{}``.
                 self._cut_call(state, frame, out)
+                state.cut = True
                 self.violation(
                     "a function call starts before the streamed one closed",
                     out,
@@ -392,6 +398,14 @@ class Gemini(Provider):
         if partial or (not call.get("name") and not call.get("args")):
             if not call:
                 return  # a stray closing ``{}``
+            if state.cut:
+                self.violation(
+                    "functionCall arguments for a streamed call already cut short (dropped)",
+                    out,
+                    event=frame.event,
+                    raw=frame,
+                )
+                return
             raise self.protocol_error(
                 "functionCall arguments for a call that was never started",
                 event=frame.event,
