@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::exceptions::{PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::errors::make_error;
@@ -122,6 +122,14 @@ pub struct ServerSentEvent {
     text: OnceStr,
 }
 
+/// What `ServerSentEvent(event, data, id, retry)` is rebuilt from (see `__reduce__`).
+type Fields<'py> = (
+    Py<PyString>,
+    Bound<'py, PyString>,
+    Py<PyString>,
+    Option<u64>,
+);
+
 #[pymethods]
 impl ServerSentEvent {
     #[new]
@@ -191,6 +199,21 @@ impl ServerSentEvent {
             ],
         )?
         .hash()
+    }
+
+    /// Pickling and `copy`: the event is rebuilt from its four fields (its data as the `str`
+    /// it reads as). A folded message keeps frames in its notices' and events' `raw`, and a
+    /// message must survive a cache, a queue or another process.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, Fields<'py>) {
+        let py = slf.py();
+        let this = slf.get();
+        let fields = (
+            this.event.clone_ref(py),
+            this.data(py),
+            this.id.clone_ref(py),
+            this.retry,
+        );
+        (slf.get_type(), fields)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
