@@ -291,7 +291,8 @@ class Notice(Event):
     ``tool_progress`` (a provider-run tool's status: Responses ``web_search_call.searching``…),
     ``logprobs`` (log-probabilities that came without text: ``data`` holds them),
     ``rag_start`` (Clouisle retrieval began), ``provider_detected`` (``provider="auto"``: the
-    first event; ``data`` is the chosen provider's name).
+    first event; ``data`` is the chosen provider's name), ``finish_message`` (Gemini's
+    ``finishMessage``, the explanation of a finish such as ``MALFORMED_FUNCTION_CALL``).
     """
 
     type: ClassVar[str] = "notice"

@@ -676,3 +676,25 @@ async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
 
     events = [e async for e in sf.aevents(reads(), provider="gemini")]
     assert events == run(BASIC, "gemini").events
+
+
+def test_finish_message_is_kept_as_a_notice() -> None:
+    # The one explanation of MALFORMED_FUNCTION_CALL; the same stream split anywhere gives it.
+    body = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": []},
+                "finishReason": "MALFORMED_FUNCTION_CALL",
+                "finishMessage": "Malformed function call: print(default_api.x(a=1",
+                "index": 0,
+            }
+        ]
+    }
+    stream = b"data: " + json.dumps(body).encode() + b"\r\n\r\n"
+    for reads in ([stream], split_at(stream, range(0, len(stream), 7))):
+        message = sf.fold(reads, provider="gemini")
+        assert message.finish_reason == "error"
+        (notice,) = message.notices
+        assert notice.kind == "finish_message"
+        assert notice.message == "Malformed function call: print(default_api.x(a=1"
+        assert notice.data == {"choice": 0, "finish_reason": "MALFORMED_FUNCTION_CALL"}

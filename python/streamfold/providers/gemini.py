@@ -66,6 +66,7 @@ from ..events import (
     MediaAdded,
     MessageEnd,
     MessageStart,
+    Notice,
     SignatureDelta,
     SourcesAdded,
     Unknown,
@@ -201,21 +202,21 @@ class Gemini(Provider):
         if "error" in chunk:
             self._error(chunk["error"], frame, out)
         try:
-            finished: list[tuple[_Candidate, str]] | None = None
+            finished: list[tuple[_Candidate, str, Any]] | None = None
             for candidate in chunk.get("candidates") or ():
                 state, reason = self._candidate(candidate, chunk, frame, out)
                 if reason is not None:
                     if finished is None:
                         finished = []
-                    finished.append((state, reason))
+                    finished.append((state, reason, candidate.get("finishMessage")))
             usage = chunk.get("usageMetadata")
             if usage.__class__ is dict and usage != self._usage:
                 self._usage = usage
                 if any(key in usage for key in _COUNTS):
                     out.append(UsageUpdate(usage=usage_from_gemini(usage), raw=frame))
             if finished is not None:
-                for state, reason in finished:
-                    self._finish(state, reason, frame, out)
+                for state, reason, message in finished:
+                    self._finish(state, reason, frame, out, message)
             elif not self._candidates:
                 feedback = chunk.get("promptFeedback")
                 if feedback.__class__ is dict and feedback.get("blockReason"):
@@ -566,7 +567,9 @@ class Gemini(Provider):
 
     # -- end, errors ------------------------------------------------------------------------
 
-    def _finish(self, state: _Candidate, reason: str, frame: Any, out: list[Event]) -> None:
+    def _finish(
+        self, state: _Candidate, reason: str, frame: Any, out: list[Event], message: Any = None
+    ) -> None:
         if state.ended:
             return  # the same finishReason again
         finish_reason = FINISH_REASONS.get(reason, "other")
@@ -582,6 +585,17 @@ class Gemini(Provider):
                 )
         self._close_prose(state, frame, out)
         state.ended = True
+        if message and message.__class__ is str:
+            # ``finishMessage`` is the only explanation Gemini gives of a finish such as
+            # ``MALFORMED_FUNCTION_CALL`` ("Malformed function call: …"): kept as a notice.
+            out.append(
+                Notice(
+                    kind="finish_message",
+                    message=message,
+                    data={"choice": state.index, "finish_reason": reason},
+                    raw=frame,
+                )
+            )
         out.append(
             MessageEnd(
                 finish_reason=finish_reason,
