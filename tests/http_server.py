@@ -29,6 +29,8 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
 ``chunk=N``         write N bytes at a time instead of one write per event
+``ids=redis``       SSE ids in the style of Redis stream entries (every connection): ``id: 1``
+                    becomes ``1700000000000-0``, then ``…000-1``, ``…000-2``, ``…001-0``, …
 
 Resumption: ``Last-Event-ID`` (by SSE id), ``after_sequence`` (Clouisle) and ``starting_after``
 (OpenAI Responses) are honoured, with ``replay=K`` events before the cursor sent again;
@@ -525,6 +527,8 @@ class StreamServer:
             if "pad" in fault:
                 error["error"]["padding"] = "x" * int(fault["pad"])
             return web.json_response(error, status=status, headers=headers)
+        if q.get("ids") == "redis":
+            body = redis_ids(body)
         blocks = split_events(body, content_type)
         start = _resume_index(request, blocks)
         if start > 0:
@@ -581,6 +585,19 @@ class StreamServer:
             self._event(self._gone, rid).set()
             raise
         return response
+
+
+_NUMERIC_ID = re.compile(rb"^id: ?([0-9]+)$", re.MULTILINE)
+
+
+def redis_ids(body: bytes) -> bytes:
+    """Numeric SSE ids ``1, 2, 3, …`` as Redis stream ids: three entries per millisecond."""
+
+    def redis(match: re.Match[bytes]) -> bytes:
+        n = int(match[1]) - 1
+        return b"id: %d-%d" % (1_700_000_000_000 + n // 3, n % 3)
+
+    return _NUMERIC_ID.sub(redis, body)
 
 
 _FAULTS = frozenset(

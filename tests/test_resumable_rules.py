@@ -11,9 +11,12 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold.resumable import _make_cursor, _split_id
+from streamfold import resumable
+from streamfold.resumable import _id_key, _make_cursor
 
 
 def oc(kind: str, event_id: str | None = None, **payload: Any) -> bytes:
@@ -87,11 +90,84 @@ def test_cursor_headers_and_params() -> None:
     assert not _make_cursor(0, "", None, "openai").can_resume
 
 
-def test_split_id() -> None:
-    assert _split_id("17") == ("", 17)
-    assert _split_id("evt_0042") == ("evt_", 42)
-    assert _split_id("abc") is None
-    assert _split_id("") is None
+def test_id_key() -> None:
+    assert _id_key("17") == (("", ""), (17,))
+    assert _id_key("evt_0042") == (("evt_", ""), (42,))
+    assert _id_key("1700000000000-1") == (("", "-", ""), (1700000000000, 1))
+    assert _id_key("abc") is None
+    assert _id_key("") is None
+    assert _id_key("x" + "7" * 31) is None  # a hash, not a counter
+    assert _id_key("x²") is None  # only ASCII digits count (int("²") fails)
+
+
+def _ordered(a: str, b: str) -> bool | None:
+    """a < b by their keys; None when the ids do not compare."""
+    ka, kb = _id_key(a), _id_key(b)
+    if ka is None or kb is None or ka[0] != kb[0]:
+        return None
+    return ka[1] < kb[1]
+
+
+def test_ids_of_one_shape_compare_in_natural_order() -> None:
+    assert _ordered("evt_17", "evt_18") is True
+    assert _ordered("evt_9", "evt_10") is True
+    assert _ordered("1700000000000-0", "1700000000000-1") is True
+    assert _ordered("1700000000000-1", "1700000000001-0") is True
+    assert _ordered("1700000000001-0", "1700000000000-2") is False
+    # Different shapes never compare: they fall back to the ids already seen.
+    assert _ordered("evt_9", "run_10") is None
+    assert _ordered("17", "1700000000000-0") is None
+    assert _ordered("01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FB0") is None
+    assert (
+        _ordered("550e8400-e29b-41d4-a716-446655440000", "6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+        is None
+    )
+
+
+#: Text between the numbers of an id: anything but ASCII digits (Unicode digits included).
+_GLUE = st.text(st.characters(codec="utf-8", exclude_characters="0123456789\r\n"), max_size=4)
+
+
+@st.composite
+def _shapes(draw: st.DrawFn) -> tuple[list[str], int]:
+    """An id's shape: the text around k numbers (never empty between two), and a zero pad."""
+    k = draw(st.integers(1, 4))
+    inner = [draw(_GLUE.filter(bool)) for _ in range(k - 1)]
+    return [draw(_GLUE), *inner, draw(_GLUE)], draw(st.integers(0, 3))
+
+
+def _render(shape: tuple[list[str], int], numbers: tuple[int, ...]) -> str:
+    glue, pad = shape
+    out = [glue[0]]
+    for number, after in zip(numbers, glue[1:], strict=True):
+        out += [str(number).zfill(pad), after]
+    return "".join(out)
+
+
+@given(data=st.data(), shape=_shapes())
+def test_ids_of_one_shape_are_ordered_like_their_numbers(
+    data: st.DataObject, shape: tuple[list[str], int]
+) -> None:
+    k = len(shape[0]) - 1
+    numbers = st.tuples(*[st.integers(0, 10**15)] * k)
+    a, b = data.draw(numbers), data.draw(numbers)
+    id_a, id_b = _render(shape, a), _render(shape, b)
+    key_a, key_b = _id_key(id_a), _id_key(id_b)
+    assert key_a is not None and key_b is not None
+    assert key_a[0] == key_b[0]
+    assert key_a[1] == a and key_b[1] == b
+    assert (key_a[1] < key_b[1]) == (a < b)
+
+
+@given(one=_shapes(), other=_shapes(), a=st.lists(st.integers(0, 10**6), min_size=4, max_size=4))
+def test_ids_of_different_shapes_never_compare(
+    one: tuple[list[str], int], other: tuple[list[str], int], a: list[int]
+) -> None:
+    id_one = _render(one, tuple(a[: len(one[0]) - 1]))
+    id_other = _render(other, tuple(a[: len(other[0]) - 1]))
+    key_one, key_other = _id_key(id_one), _id_key(id_other)
+    assert key_one is not None and key_other is not None
+    assert (key_one[0] == key_other[0]) == (one[0] == other[0])
 
 
 # -- replays dropped exactly -------------------------------------------------------------------
@@ -122,6 +198,77 @@ def test_opaque_ids_replays_are_recognised() -> None:
     message = fold(server)
     assert message == whole(events)
     assert not message.warnings
+
+
+REDIS_IDS = [
+    "1700000000000-0",
+    "1700000000000-1",
+    "1700000000000-2",
+    "1700000000001-0",
+    "1700000000001-1",
+]
+
+
+@pytest.mark.parametrize("replayed_from", [0, 1, 2, 3])
+def test_redis_stream_ids_replays_are_dropped(replayed_from: int) -> None:
+    # ``<ms>-<seq>`` ids: the replay straddles a millisecond (cursor 1700000000001-0).
+    events = onecortex_events(REDIS_IDS)
+    server = Server([[*events[:4], DROP], events[replayed_from:]])
+    message = fold(server)
+    assert message == whole(events)
+    assert not message.warnings
+    assert server.cursors[1].last_event_id == "1700000000001-0"
+
+
+def test_redis_stream_ids_end_to_end_chat_completions() -> None:
+    # The QA reproduction: OpenAI chunks, Redis ids, the server replays its whole buffer.
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    words = [f"w{i} " for i in range(9)]
+    chunks: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}
+        for w in words
+    ]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    events = [
+        f"id: {1700000000000 + i // 3}-{i % 3}\ndata: {json.dumps(c)}\n\n".encode()
+        for i, c in enumerate(chunks)
+    ]
+    events.append(b"data: [DONE]\n\n")
+
+    def connect(cursor: sf.Cursor) -> list[bytes]:
+        return [b"".join(events[:5] if cursor.attempt == 0 else events)]
+
+    message = sf.fold_resumable(connect, provider="openai", initial_delay=0)
+    assert message.text == "".join(words)
+    assert message.complete
+
+
+def test_seen_ids_of_another_shape_are_dropped() -> None:
+    # The cursor ("7") does not compare with the earlier ids: they are recognised as seen.
+    events = onecortex_events(["run_1", "1700000000000-0", "evt_9", "7", "k5e"])
+    server = Server([[*events[:4], DROP], events])
+    message = fold(server)
+    assert message == whole(events)
+    assert not message.warnings
+
+
+def test_new_ids_of_another_shape_are_kept() -> None:
+    events = onecortex_events(["1", "2", "3", "step-4", "step-5"])
+    server = Server([[*events[:3], DROP], events[2:]])
+    assert fold(server) == whole(events)
+    events = onecortex_events(["evt_1", "evt_2", "evt_3", "4", "x"])
+    server = Server([[*events[:3], DROP], events[3:]])
+    assert fold(server) == whole(events)
+
+
+def test_ids_no_longer_remembered_are_dropped_by_their_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only the last two ids are remembered: the older replays sort below the cursor.
+    monkeypatch.setattr(resumable, "_IDS_KEPT", 2)
+    events = onecortex_events(["evt_1", "evt_2", "evt_3", "evt_4", "evt_5"])
+    server = Server([[*events[:4], DROP], events])
+    assert fold(server) == whole(events)
 
 
 def test_frames_sharing_an_id_are_counted() -> None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import random
+import re
 import sys
 import threading
 import time
@@ -90,8 +91,11 @@ _SEQUENCE_PARAMS: dict[str, tuple[str, str]] = {
 }
 #: HTTP statuses worth another attempt when reconnecting.
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-#: Opaque (non-numeric) SSE ids remembered to recognise replays.
-_OPAQUE_IDS_KEPT = 1024
+#: SSE ids remembered to recognise replays whose id does not compare with the cursor's.
+_IDS_KEPT = 1024
+#: A run of digits longer than this is a hash, not a counter.
+_MAX_ID_DIGITS = 30
+_DIGIT_RUN = re.compile(r"[0-9]+")
 _JITTER = 0.25
 
 
@@ -134,15 +138,17 @@ def _make_cursor(attempt: int, last_event_id: str, sequence: int | None, provide
     return Cursor(attempt, last_event_id, sequence, provider, headers, params)
 
 
-def _split_id(value: str) -> tuple[str, int] | None:
-    """``"evt_12"`` -> ``("evt_", 12)``: ids ending in a number are ordered by it."""
-    end = len(value)
-    start = end
-    while start > 0 and value[start - 1].isdigit():
-        start -= 1
-    if start == end or end - start > 30:
+def _id_key(value: str) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """An SSE id's shape and numbers: ``"17-1"`` -> ``(("", "-", ""), (17, 1))``.
+
+    The shape is the id around its runs of (ASCII) digits. Ids of the same shape are ordered by
+    their numbers, left to right (``evt_9`` < ``evt_10``, ``5-9`` < ``6-0``); ids of different
+    shapes do not compare. None for an id without digits, or with a run too long to be a counter.
+    """
+    numbers = _DIGIT_RUN.findall(value)
+    if not numbers or any(len(run) > _MAX_ID_DIGITS for run in numbers):
         return None
-    return value[:start], int(value[start:])
+    return tuple(_DIGIT_RUN.split(value)), tuple(int(run) for run in numbers)
 
 
 def _provider_name(provider: Provider) -> str:
@@ -194,7 +200,8 @@ class _Resumer:
         self.last_event_id = ""
         #: How many processed frames carried ``last_event_id`` (ids may cover several frames).
         self.id_frames = 0
-        self.opaque_ids: deque[str] = deque(maxlen=_OPAQUE_IDS_KEPT)
+        #: The last ids processed, for replays whose id does not compare with the cursor's.
+        self.seen_ids: deque[str] = deque(maxlen=_IDS_KEPT)
         self.retry_ms: int | None = None
         self.bytes_seen = 0
         self.pipeline: Pipeline | None = None
@@ -205,7 +212,7 @@ class _Resumer:
         self.replay_id = ""
         self.replay_id_frames = 0
         self.replay_same_id_dropped = 0
-        self.replay_opaque: frozenset[str] = frozenset()
+        self.replay_seen: frozenset[str] = frozenset()
         self.sequence_key: str | None = None
 
     @property
@@ -225,7 +232,7 @@ class _Resumer:
         self.replay_id = self.last_event_id
         self.replay_id_frames = self.id_frames
         self.replay_same_id_dropped = 0
-        self.replay_opaque = frozenset(self.opaque_ids)
+        self.replay_seen = frozenset(self.seen_ids)
         params = _SEQUENCE_PARAMS.get(self.name)
         self.sequence_key = params[1] if params is not None else None
         self.pipeline = Pipeline(
@@ -264,10 +271,13 @@ class _Resumer:
                 self.replay_same_id_dropped += 1
                 return True
             return False
-        mine, theirs = _split_id(self.replay_id), _split_id(frame_id)
+        if frame_id in self.replay_seen:
+            return True
+        # Not among the last ids processed: older than them if it sorts below the cursor.
+        mine, theirs = _id_key(self.replay_id), _id_key(frame_id)
         if mine is not None and theirs is not None and mine[0] == theirs[0]:
             return theirs[1] < mine[1]
-        return frame_id in self.replay_opaque
+        return False
 
     def _keep(self, frame: Any) -> bool:
         frame_id = frame.id if isinstance(frame, ServerSentEvent) else ""
@@ -283,8 +293,7 @@ class _Resumer:
             else:
                 self.last_event_id = frame_id
                 self.id_frames = 1
-                if _split_id(frame_id) is None:
-                    self.opaque_ids.append(frame_id)
+                self.seen_ids.append(frame_id)
         self.progress = True
         return True
 
@@ -298,8 +307,7 @@ class _Resumer:
             if last and last != self.last_event_id and not self.replaying:
                 self.last_event_id = last
                 self.id_frames = 0
-                if _split_id(last) is None:
-                    self.opaque_ids.append(last)
+                self.seen_ids.append(last)
 
     def feed(self, chunk: bytes) -> list[Event]:
         assert self.pipeline is not None
