@@ -396,6 +396,40 @@ def test_interleaved_choices_and_text_kinds_read_alike(
     assert_same(fast, slow)
 
 
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["one", "both", "other"]), BODY, st.booleans()),
+        min_size=1,
+        max_size=16,
+    )
+)
+def test_reasoning_under_both_names_reads_alike(pieces: list[tuple[str, str, bool]]) -> None:
+    """vLLM fills ``reasoning`` and ``reasoning_content`` alike in one delta. A template learned
+    from one name must not fit such a chunk (it would read one of them, or both), and none is
+    learned from it: the events are those of a parse of every chunk, the text read once."""
+    warm_up = [_chunk(f'{{"reasoning":"{w}"}}') for w in ("a", "b", "c")]
+    payloads = []
+    for how, body, first in pieces:
+        if how == "one":
+            delta = f'{{"reasoning":"{body}"}}'
+        elif how == "other":
+            delta = f'{{"reasoning_content":"{body}"}}'
+        else:
+            pair = [f'"reasoning":"{body}"', f'"reasoning_content":"{body}"']
+            delta = "{" + ",".join(pair if first else pair[::-1]) + "}"
+        payloads.append(_chunk(delta))
+    fast, slow = both(_frames(*warm_up, *payloads, "[DONE]"), OpenAIChat)
+    assert_same(fast, slow)
+
+
+def test_a_both_names_chunk_teaches_no_template() -> None:
+    payloads = [_chunk(f'{{"reasoning":"r{k}","reasoning_content":"r{k}"}}') for k in range(6)]
+    provider = OpenAIChat()
+    run = _run(_frames(*payloads), provider)
+    assert provider._template is None
+    assert "".join(d.text for d in run.of(sf.BlockDelta)) == "".join(f"r{k}" for k in range(6))
+
+
 def test_interleaved_choices_each_keep_their_template() -> None:
     # Three choices, round robin: three templates, learned once each, not one relearned for
     # every chunk (which cost more than parsing them all).

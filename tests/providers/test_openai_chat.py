@@ -248,6 +248,49 @@ def test_reasoning_extensions_open_a_reasoning_block_then_text() -> None:
     ]
 
 
+#: vLLM (0.11-0.12) fills ``reasoning`` and its deprecated alias ``reasoning_content`` alike.
+BOTH_ALIASES = sse(
+    chunk(choice(role="assistant", content="")),
+    chunk(choice(reasoning="Think", reasoning_content="Think")),
+    chunk(choice(reasoning="ing", reasoning_content="ing")),
+    chunk(choice(reasoning_content=".", reasoning=".")),
+    chunk(choice(reasoning="", reasoning_content=" More")),
+    chunk(choice(reasoning=" still", reasoning_content=None)),
+    chunk(choice(content="Hi")),
+    chunk(choice(finish="stop")),
+    "[DONE]",
+)
+
+
+@given(st.lists(st.integers(0, len(BOTH_ALIASES)), max_size=30))
+def test_reasoning_under_both_names_is_read_once(cuts: list[int]) -> None:
+    pieces = split_at(BOTH_ALIASES, cuts)
+    result = run(pieces, "openai", strict=True)
+    assert result.error is None and result.warnings == []
+    blocks = accumulate(result.events).choice(0).ordered()
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("reasoning", "Thinking. More still"),
+        ("text", "Hi"),
+    ]
+    message = sf.fold(pieces, provider="openai")
+    assert (message.reasoning, message.text, message.warnings) == ("Thinking. More still", "Hi", [])
+
+
+def test_reasoning_names_that_differ_keep_both_texts_and_warn() -> None:
+    # Not an alias pair: which one the host meant is unknown, so nothing is dropped.
+    stream = sse(
+        chunk(choice(role="assistant", content="")),
+        chunk(choice(reasoning_content="A", reasoning="B")),
+        chunk(choice(finish="stop")),
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider="openai")
+    assert message.reasoning == "AB"
+    assert len(message.warnings) == 1 and "differ" in message.warnings[0]
+    with pytest.raises(sf.ProtocolError, match="differ"):
+        sf.fold([stream], provider="openai", strict=True)
+
+
 # -- tool calls -------------------------------------------------------------------------------
 
 

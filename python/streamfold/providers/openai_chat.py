@@ -19,7 +19,9 @@ How each part maps to events:
 
 * the first chunk of a choice -> ``MessageStart(choice=i)``; choices of ``n>1`` interleave;
 * ``delta.content`` / ``delta.refusal`` / ``delta.reasoning`` (``reasoning_content``;
-  OpenAI-compatible hosts) -> a text / refusal / reasoning block. Such a block stays open while
+  OpenAI-compatible hosts) -> a text / refusal / reasoning block. A delta that carries the same
+  text as both ``reasoning_content`` and ``reasoning`` (vLLM fills both names) adds it once
+  (``ALIASES``). Such a block stays open while
   deltas of its kind follow and closes when another kind starts. Empty or null values (the first
   delta carries ``role`` and ``content: ""`` or ``null``) make no event and no block;
 * ``delta.tool_calls[k]`` -> a ``tool_call`` block keyed by ``(choice, k.index)``; the indices
@@ -110,6 +112,14 @@ TEXT_FIELDS: tuple[tuple[str, BlockKind], ...] = (
     ("refusal", "refusal"),
 )
 
+#: Second names of one text, each -> the name read before it. vLLM (0.11-0.12) fills both
+#: ``reasoning`` and its deprecated alias ``reasoning_content`` with the same text in one delta
+#: (for clients of either name): read twice, the reasoning would be doubled. An alias equal to
+#: the name read before it is skipped. Two different non-empty values are not an alias pair
+#: but two texts: both are kept, in ``TEXT_FIELDS`` order (nothing is lost), with a warning
+#: (strict mode refuses the stream), since which of them the host meant cannot be known.
+ALIASES: dict[str, str] = {"reasoning": "reasoning_content"}
+
 #: How many chunk templates are kept besides the first one tried.
 SPARE_TEMPLATES = 4
 
@@ -162,7 +172,9 @@ def _logprobs(choice: dict[str, Any]) -> Any:
 
 def _one_text(delta: dict[str, Any]) -> tuple[str, BlockKind, str] | None:
     """``(key, kind, text)`` when exactly one of the ``TEXT_FIELDS`` of ``delta`` holds text
-    (the others absent, null or empty), as a string."""
+    (the others absent, null or empty), as a string. A delta with both ``ALIASES`` filled is
+    never one text: a template cut around one of them would hold the other's value fixed and
+    fit only chunks that repeat it, so such chunks are always parsed (``_delta``)."""
     found = None
     for key, kind in TEXT_FIELDS:
         value = delta.get(key)
@@ -611,6 +623,18 @@ class OpenAIChat(Provider):
             value = delta.get(key)
             if not value:
                 continue  # absent, null or "": the first delta's placeholders
+            alias = ALIASES.get(key)
+            if alias is not None:
+                first = delta.get(alias)
+                if first:
+                    if first == value:
+                        continue  # the same text under its second name: read once
+                    self.violation(
+                        f"delta.{alias} and delta.{key} differ; both are kept",
+                        out,
+                        event=frame.event,
+                        raw=frame,
+                    )
             if value.__class__ is str:
                 self._text(state, kind, value, frame, out, logprobs=logprobs)
                 logprobs = None
