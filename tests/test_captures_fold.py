@@ -2,11 +2,12 @@
 
 Compared: the text of every block, reasoning and signatures, redacted blocks, refusals, tool
 calls (id, name, arguments, the streamed text, complete), server tools, the tool plan,
-citations, the provider's raw finish reason, the provider's raw usage, the error and the
-terminal event. A capture whose expected terminal is ``eof`` (Anthropic ``message_stop`` not
-dispatched) must raise ``IncompleteStreamError``; one that ends in a provider error must raise
-``StreamError``; in both the ``.partial`` is compared instead. Gemini has no terminator: its
-``eof`` with a ``finishReason`` is a complete stream. OpenAI choices are compared per choice.
+citations, the OpenAI logprob tokens, the provider's raw finish reason, the provider's raw
+usage, the error and the terminal event. A capture whose expected terminal is ``eof``
+(Anthropic ``message_stop`` not dispatched) must raise ``IncompleteStreamError``; one that ends
+in a provider error must raise ``StreamError``; in both the ``.partial`` is compared instead.
+Gemini has no terminator: its ``eof`` with a ``finishReason`` is a complete stream. OpenAI
+choices are compared per choice.
 """
 
 from __future__ import annotations
@@ -117,6 +118,15 @@ def check_message(
     assert message.text == "".join(text_blocks), where
     if "tool_plan" in want:
         assert message.tool_plan == (want["tool_plan"] or ""), where
+    # OpenAI Chat ``choices[].logprobs``: the ``content`` arrays of the chunks, concatenated
+    # on the text block they score (WIRE_FORMATS §3). A capture without them has none.
+    got_tokens = [
+        entry["token"]
+        for b in message.blocks
+        if b.kind == "text"
+        for entry in b.extra.get("logprobs", [])
+    ]
+    assert got_tokens == want.get("logprobs_content_tokens", []), where
     if want.get("citations"):
         got_citations = [(c.start, c.end, c.text) for c in message.citations]
         assert got_citations == [(c["start"], c["end"], c["text"]) for c in want["citations"]]

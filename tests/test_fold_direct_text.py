@@ -70,8 +70,10 @@ def split(data: bytes, seed: int) -> list[bytes]:
 # -- generated streams -------------------------------------------------------------------------
 
 
-def _chat(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+def _chat(
+    delta: dict[str, Any], finish: str | None = None, logprobs: Any = None, **extra: Any
+) -> str:
+    choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
     body = {"id": "c1", "object": "chat.completion.chunk", "choices": [choice], **extra}
     return "data: " + json.dumps(body, separators=(",", ":"), ensure_ascii=False) + "\n\n"
 
@@ -82,6 +84,7 @@ TEXT = st.text(alphabet='ab é😀"\\\n\t\x01 ', max_size=6)
 #: One step of an OpenAI stream after its first chunk.
 OPENAI_STEP = st.one_of(
     st.tuples(st.just("text"), TEXT),
+    st.tuples(st.just("logprobs"), TEXT),
     st.tuples(st.just("refusal"), TEXT),
     st.tuples(st.just("reasoning"), TEXT),
     st.tuples(st.just("call"), TEXT),
@@ -97,6 +100,11 @@ def openai_stream(steps: list[tuple[str, str]], finish: bool) -> bytes:
     for kind, text in steps:
         if kind in ("text", "refusal"):
             parts.append(_chat({"content" if kind == "text" else "refusal": text}))
+        elif kind == "logprobs":
+            # A text with its logprobs: never read by a template, so never taken by the
+            # direct path, which would lose them.
+            logprobs = {"content": [{"token": text, "logprob": -1.0}], "refusal": None}
+            parts.append(_chat({"content": text}, logprobs=logprobs))
         elif kind == "reasoning":
             parts.append(_chat({"reasoning_content": text}))
         elif kind == "call":
@@ -198,6 +206,12 @@ def test_openai_folds_alike(
     chunks = [data] if whole else split(data, seed)
     with pytest.MonkeyPatch.context() as m:
         assert outcome(chunks, provider) == slow_outcome(m, chunks, provider)
+    status, message = outcome(chunks, provider)
+    if status == "ok":
+        # Every scored text's tokens are on its text block, in order: none lost to the path.
+        want = [t for k, t in steps if k == "logprobs" and t]
+        got = [e["token"] for b in message.blocks for e in b.extra.get("logprobs", [])]
+        assert got == want
 
 
 @given(

@@ -282,6 +282,37 @@ def _paired(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
+def _add_logprobs(b: _Block, logprobs: Any) -> None:
+    """Add a delta's log-probabilities to its block's (``Block.extra["logprobs"]``): one list
+    per block, in stream order, of what the provider sends per token or fragment.
+
+    * OpenAI Chat ``choices[].logprobs`` ``{"content": [token…], "refusal": [token…]}``: the
+      arrays are concatenated (WIRE_FORMATS §3), ``refusal`` first on a refusal block and
+      ``content`` first on any other. Only one of them is filled in practice, and the
+      provider sets them on the delta of the text they score, so each lands on its block;
+    * a list (Responses ``output_text.delta.logprobs``: token entries) is concatenated too;
+    * any other value (Cohere v2 ``{text?, token_ids, logprobs?}``, one per fragment, the
+      list of them being Cohere's own non-streamed ``logprobs``) is one entry.
+
+    Nothing is dropped: an unknown shape is kept as it came.
+    """
+    kept = b.logprobs
+    if kept is None:
+        kept = b.logprobs = []
+    if logprobs.__class__ is dict and ("content" in logprobs or "refusal" in logprobs):
+        keys = ("refusal", "content") if b.kind == "refusal" else ("content", "refusal")
+        for key in keys:
+            tokens = logprobs.get(key)
+            if tokens.__class__ is list:
+                kept.extend(tokens)
+            elif tokens is not None:
+                kept.append(tokens)
+    elif logprobs.__class__ is list:
+        kept.extend(logprobs)
+    else:
+        kept.append(logprobs)
+
+
 class _Block:
     """A block being accumulated: text pieces, or a tool call's accumulator."""
 
@@ -295,6 +326,7 @@ class _Block:
         "extra",
         "index",
         "kind",
+        "logprobs",
         "pieces",
         "push",
         "signature",
@@ -311,6 +343,9 @@ class _Block:
         self.signature: str | None = None
         self.data: Any = None
         self.extra: dict[str, Any] = {}
+        #: The token log-probabilities of the block's deltas, in order (``_add_logprobs``);
+        #: ``None`` while none came. A snapshot gets a copy under ``extra["logprobs"]``.
+        self.logprobs: list[Any] | None = None
         self.citations: list[Citation] = []
         self.complete = False
         self.call: _Call | None = None
@@ -344,7 +379,10 @@ class _Block:
             tool_call=tool_call,
             citations=list(self.citations),
             complete=self.complete,
-            extra=self.extra,
+            # A copy: the list grows after this snapshot, which must stay as it was.
+            extra=self.extra
+            if self.logprobs is None
+            else {**self.extra, "logprobs": list(self.logprobs)},
         )
         self.clean = True
         return self.snap
@@ -870,6 +908,8 @@ class Folder:
             )
             if found is None and ev.kind in ("tool_call", "server_tool"):
                 self._make_call(b, ev)
+        if ev.logprobs is not None:
+            _add_logprobs(b, ev.logprobs)
         try:
             b.push(ev.text)
         except InvalidJsonError as exc:

@@ -107,7 +107,8 @@ class Block:
     citations: list[Citation] = field(default_factory=list)
     complete: bool = False
     #: Provider extras needed to send the block back (``BlockStart.extra``: Responses item ids,
-    #: encrypted reasoning, ...).
+    #: encrypted reasoning, ...), and ``"logprobs"``: the log-probabilities of the block's
+    #: deltas, concatenated in stream order (see docs/fold.md).
     extra: dict[str, Any] = field(default_factory=dict)
 
 

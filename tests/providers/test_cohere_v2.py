@@ -230,6 +230,19 @@ def test_logprobs_survive_any_chunking(data: st.DataObject) -> None:
     assert run(split(LOGPROBS, cuts), P).of(BlockDelta) == LOGPROBS_DELTAS
 
 
+@given(data=st.data())
+def test_logprobs_fold_onto_their_blocks(data: st.DataObject) -> None:
+    # One ``{text?, token_ids, logprobs?}`` item per scored fragment, on the fragment's block
+    # (Cohere's own non-streamed ``logprobs`` is the list of them); a fragment without none.
+    cuts = data.draw(st.lists(st.integers(0, len(LOGPROBS)), max_size=40))
+    for chunks in ([LOGPROBS], split(LOGPROBS, cuts)):
+        message = sf.fold(chunks, provider=P, strict=True)
+        assert [(b.kind, b.extra.get("logprobs")) for b in message.blocks] == [
+            ("reasoning", [THINK_LOGPROBS]),
+            ("text", [HI_LOGPROBS, THERE_LOGPROBS]),
+        ]
+
+
 def test_every_event_keeps_its_frame_as_raw() -> None:
     result = run(GROUNDED, P)
     for event in result.events:

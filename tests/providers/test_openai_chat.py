@@ -224,6 +224,53 @@ def test_text_logprobs_ride_on_the_delta() -> None:
     assert [e.logprobs for e in result.of(BlockDelta)] == [lp]
 
 
+def _token(text: str) -> dict[str, Any]:
+    return {"token": text, "logprob": -0.5, "bytes": list(text.encode()), "top_logprobs": []}
+
+
+#: Plain chunks (a template is learned, the fold's direct path is live), then scored ones, a
+#: plain one, a scored one, then a refusal scored under ``logprobs.refusal``.
+SCORED = sse(
+    chunk(choice(role="assistant", content="")),
+    *(chunk(choice(content=w)) for w in ("a", "b", "c", "d")),
+    *(
+        chunk(choice(content=w, logprobs={"content": [_token(w)], "refusal": None}))
+        for w in ("Foo", "!", " é")
+    ),
+    chunk(choice(content="plain")),
+    chunk(choice(content=" end", logprobs={"content": [_token(" e"), _token("nd")]})),
+    chunk(choice(refusal="No", logprobs={"content": None, "refusal": [_token("No")]})),
+    chunk(choice(refusal=".", logprobs={"content": None, "refusal": [_token(".")]})),
+    chunk(choice(finish="stop")),
+    "[DONE]",
+)
+
+
+@given(st.lists(st.integers(0, len(SCORED)), max_size=40))
+def test_logprobs_are_concatenated_on_the_block_they_score(cuts: list[int]) -> None:
+    # WIRE_FORMATS §3: "Logprobs per chunk ... concatenate the arrays": ``content`` ones on the
+    # text block, ``refusal`` ones on the refusal block (``Block.extra["logprobs"]``).
+    for pieces in ([SCORED], split_at(SCORED, cuts)):
+        message = sf.fold(pieces, provider="openai", strict=True)
+        tokens = [(b.kind, [t["token"] for t in b.extra["logprobs"]]) for b in message.blocks]
+        assert tokens == [("text", ["Foo", "!", " é", " e", "nd"]), ("refusal", ["No", "."])]
+        assert message.text == "abcdFoo! éplain end" and message.refusal == "No."
+
+
+def test_a_partial_keeps_the_logprobs_it_had() -> None:
+    # A snapshot is never changed afterwards: the logprobs list it got stays as it was.
+    folder = sf.Folder("openai")
+    first = BlockDelta(index=0, kind="text", text="a", logprobs={"content": [_token("a")]})
+    second = BlockDelta(index=0, kind="text", text="b", logprobs={"content": [_token("b")]})
+    for event in (MessageStart(), BlockStart(index=0, kind="text"), first):
+        folder.add(event)
+    before = folder.partial()
+    folder.add(second)
+    after = folder.partial()
+    assert [t["token"] for t in before.blocks[0].extra["logprobs"]] == ["a"]
+    assert [t["token"] for t in after.blocks[0].extra["logprobs"]] == ["a", "b"]
+
+
 def test_logprobs_without_text_are_a_notice() -> None:
     lp = {"content": [{"token": "", "logprob": 0.0}]}
     result = run(

@@ -830,3 +830,31 @@ def test_reasoning_parts_any_carriers_any_chunks(
     assert message.text == "Answer."
     assert reasoning_of_events(chunks) == expected_reasoning(parts, raw=raw)
     responses_alike(chunks)
+
+
+@given(st.lists(st.integers(0, 4000), max_size=30))
+def test_logprobs_fold_onto_the_text_block(cuts: list[int]) -> None:
+    # ``output_text.delta.logprobs`` (token entries) are concatenated on the text block
+    # (``Block.extra["logprobs"]``), after enough plain deltas for a template to be learned:
+    # a scored delta never takes the fold's direct text path, which would lose them.
+    words = [f"w{k}" for k in range(8)] + ["Foo", "!", "plain", " end"]
+    scored = {"Foo": ["Foo"], "!": ["!"], " end": [" e", "nd"]}
+    frames = []
+    for raw in text_stream(Seq(), *words).decode().split("\n\n"):
+        frame = raw
+        head, _, payload = raw.rpartition("data: ")
+        if payload:
+            body = json.loads(payload)
+            tokens = scored.get(body.get("delta"), [])
+            if body["type"] == "response.output_text.delta" and tokens:
+                body["logprobs"] = [
+                    {"token": t, "logprob": -0.5, "top_logprobs": []} for t in tokens
+                ]
+            frame = head + "data: " + json.dumps(body)
+        frames.append(frame)
+    data = "\n\n".join(frames).encode()
+    for pieces in ([data], split_at(data, cuts)):
+        message = sf.fold(pieces, provider=P, strict=True)
+        assert message.text == "".join(words)
+        (block,) = message.blocks
+        assert [t["token"] for t in block.extra["logprobs"]] == ["Foo", "!", " e", "nd"]
