@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import random
 from collections.abc import Iterable
 
 import pytest
 
 import streamfold as sf
+from conftest import CAPTURES, requires_captures
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
+    CitationAdded,
     Event,
     MessageEnd,
     MessageStart,
     SignatureDelta,
 )
-from streamfold.message import BlockKind, Message
+from streamfold.message import BlockKind, Citation, Message
 from streamfold.request import REQUEST_PROVIDERS
 
 
@@ -277,6 +281,56 @@ def test_openai_responses_input_items() -> None:
             "arguments": '{"country":"France"}',
             "id": "fc_1",
         },
+    ]
+
+
+def _done_annotations(data: bytes) -> list[list[object]]:
+    """The annotations of every ``output_text`` part of the ``output_item.done`` messages."""
+    out = []
+    for line in data.decode().splitlines():
+        if line.startswith("data: "):
+            payload = json.loads(line[6:])
+            item = payload.get("item") or {}
+            if payload.get("type") == "response.output_item.done" and item["type"] == "message":
+                out += [p["annotations"] for p in item["content"] if p["type"] == "output_text"]
+    return out
+
+
+@requires_captures
+@pytest.mark.parametrize("seed", range(4))
+def test_openai_responses_annotations_go_back_as_received(seed: int) -> None:
+    # The url_citation annotations of the stream, as ``output_item.done`` lists them: the next
+    # turn sends the output_text parts with them, not with ``"annotations": []``.
+    data = (CAPTURES / "openai_responses" / "web_search_url_citations.sse").read_bytes()
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(data)), 40)) if seed else []
+    pieces = [data[a:b] for a, b in itertools.pairwise([0, *cuts, len(data)])]
+    items = sf.fold(pieces, provider="openai-responses").to_request()
+    sent = [p["annotations"] for i in items if i["type"] == "message" for p in i["content"]]
+    assert sent == _done_annotations(data)
+    assert len(sent[0]) == 12
+
+
+def test_openai_responses_annotations_stay_on_their_part() -> None:
+    first = {"type": "url_citation", "start_index": 0, "end_index": 2, "url": "u", "title": "t"}
+    second = {"type": "file_citation", "index": 1, "file_id": "file_1", "filename": "f.pdf"}
+    cite = [
+        CitationAdded(citation=Citation(0, 2, sources=[first], block=0, raw=first)),
+        CitationAdded(citation=Citation(1, None, sources=[second], block=1, raw=second)),
+        # Built by hand, with no annotation object: nothing the API would take.
+        CitationAdded(citation=Citation(0, 1, sources=["doc"], block=1)),
+    ]
+    m = fold(
+        [
+            *block(0, "text", "Hi", extra={"item_id": "msg_1"}),
+            *block(1, "text", "Yo", extra={"item_id": "msg_1"}),
+            *cite,
+        ]
+    )
+    (item,) = m.to_request("openai-responses")
+    assert item["content"] == [
+        {"type": "output_text", "text": "Hi", "annotations": [first]},
+        {"type": "output_text", "text": "Yo", "annotations": [second]},
     ]
 
 

@@ -217,10 +217,20 @@ def _item_id(block: Block) -> str | None:
     return None
 
 
+def _annotations(block: Block) -> list[dict[str, Any]]:
+    """The ``output_text`` part's annotations as received: each citation of a Responses text
+    block is one ``output_text.annotation.added`` and keeps its annotation object (``url_citation``
+    with its url and title, ``file_citation``…) in ``raw``, in the order they came, which is
+    the order ``output_item.done`` lists them in. A citation without such an object (events
+    built by hand) has nothing the API would accept and is left out."""
+    return [c.raw for c in block.citations if _is_typed(c.raw)]
+
+
 def _openai_responses(message: Message) -> list[dict[str, Any]]:
     # Responses API input items, as the output items were: reasoning {type, id, summary[
     # {type: "summary_text", text}], encrypted_content}, message {type, id, role, status,
-    # content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]},
+    # content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]}
+    # (annotations as received: ``_annotations``),
     # function_call {type, call_id, name, arguments: JSON text, id}.
     # https://platform.openai.com/docs/api-reference/responses/create#responses-create-input
     # https://platform.openai.com/docs/guides/function-calling (append output, then outputs)
@@ -247,7 +257,7 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
             items.append(current)
         elif kind in ("text", "refusal"):
             part: dict[str, Any] = (
-                {"type": "output_text", "text": block.text, "annotations": []}
+                {"type": "output_text", "text": block.text, "annotations": _annotations(block)}
                 if kind == "text"
                 else {"type": "refusal", "refusal": block.text}
             )
