@@ -70,7 +70,10 @@ _RESPONSE_CLASSES = frozenset(
 
 
 def _looks_like_response(source: object) -> bool:
+    kind = type(source)
+    if kind.__module__ == "builtins":
+        return False  # a list, a generator: most sources, told apart at once
     return any(
         (cls.__module__.partition(".")[0], cls.__name__) in _RESPONSE_CLASSES
-        for cls in type(source).__mro__
+        for cls in kind.__mro__
     )
