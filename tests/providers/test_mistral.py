@@ -226,3 +226,31 @@ async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
 
     events = [e async for e in sf.aevents(reads(), provider="mistral")]
     assert events == run(SEED_TOOL, "mistral").events
+
+
+#: Reference chunks (mistralai ``ReferenceChunk``): one before any text, one after "Paris", one
+#: after the second text delta (the template path has learned the text chunks by then).
+REFERENCES = sse(
+    chunk(choice(role="assistant", content=[{"type": "reference", "reference_ids": [9]}])),
+    chunk(choice(content=[{"type": "text", "text": "Paris"}])),
+    chunk(choice(content=[{"type": "reference", "reference_ids": [0, 2]}])),
+    *(chunk(choice(content=word)) for word in (" is", " the", " capital", ".")),
+    chunk(choice(content=[{"type": "reference", "reference_ids": [1]}])),
+    chunk(choice(finish="stop", content="")),
+    "[DONE]",
+)
+
+
+@given(cuts=st.lists(st.integers(0, len(REFERENCES)), max_size=20))
+def test_reference_chunks_are_citations_of_the_open_text_block(cuts: list[int]) -> None:
+    reads = split_at(REFERENCES, cuts)
+    result = run(reads, "mistral", strict=True)
+    assert result.error is None and result.unknown == []
+    message = sf.fold(reads, provider="mistral", strict=True)
+    assert message.text == "Paris is the capital."
+    assert [(c.block, c.sources, c.start, c.end) for c in message.citations] == [
+        (None, [9], None, None),
+        (0, [0, 2], None, None),
+        (0, [1], None, None),
+    ]
+    assert [c.sources for c in message.blocks[0].citations] == [[0, 2], [1]]

@@ -46,7 +46,9 @@ Mistral differs (``Mistral``): a tool call arrives whole in one delta, often wit
 becomes ``BlockStart(complete=True, arguments=…, text=<the JSON text>)`` and ``BlockEnd``; text
 that does not parse (yet) is streamed as fragments, so the fold reports it if it never becomes
 valid. ``delta.content`` may be a list of chunks: ``{"type": "text"}`` and
-``{"type": "thinking", "thinking": [{"type": "text", "text": …}]}`` (a reasoning block).
+``{"type": "thinking", "thinking": [{"type": "text", "text": …}]}`` (a reasoning block), and
+``{"type": "reference", "reference_ids": [...]}`` -> ``CitationAdded`` on the open text block,
+without offsets (Mistral gives none).
 
 The stream's outcome is decided when every choice that started has a ``finish_reason``.
 
@@ -65,6 +67,7 @@ from ..events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
+    CitationAdded,
     Event,
     MessageEnd,
     MessageStart,
@@ -72,7 +75,7 @@ from ..events import (
     Unknown,
     UsageUpdate,
 )
-from ..message import BlockKind, FinishReason, Usage
+from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
 from .base import Provider
@@ -685,10 +688,13 @@ class OpenAIChat(Provider):
     def _content_chunks(
         self, state: _Choice, chunks: list[Any], frame: Any, out: list[Event]
     ) -> None:
-        """Mistral ``content`` as a list: ``text`` and ``thinking`` chunks."""
+        """Mistral ``content`` as a list: ``text``, ``thinking`` and ``reference`` chunks."""
         for chunk in chunks:
             chunk_type: Any = chunk.get("type") if chunk.__class__ is dict else None
             kind = CHUNK_KINDS.get(chunk_type)
+            if chunk_type == "reference":
+                self._reference(state, chunk, frame, out)
+                continue
             if kind is None:
                 out.append(Unknown(event_type=f"content.{chunk_type}", raw=frame))
                 continue
@@ -703,6 +709,24 @@ class OpenAIChat(Provider):
                 text = piece.get("text") if piece.__class__ is dict else piece
                 if text and text.__class__ is str:
                     self._text(state, "reasoning", text, frame, out)
+
+    def _reference(
+        self, state: _Choice, chunk: dict[str, Any], frame: Any, out: list[Event]
+    ) -> None:
+        """``{"type": "reference", "reference_ids": [...]}`` (mistralai ``ReferenceChunk``): the
+        text before it in the open text block cites those references. Mistral gives no
+        offsets, so the citation has none (``start``/``end`` ``None``, as an Anthropic citation
+        that covers its block); ``block`` is the open text block (``None`` before any text)."""
+        ids = chunk.get("reference_ids")
+        block = state.prose if state.prose_kind == "text" else None
+        citation = Citation(
+            start=None,
+            end=None,
+            sources=list(ids) if ids.__class__ is list else [],
+            block=block,
+            raw=chunk,
+        )
+        out.append(CitationAdded(citation=citation, choice=state.index, raw=frame))
 
     def _tool_call(
         self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
