@@ -10,7 +10,7 @@ import sys
 
 from .errors import IncompleteStreamError, StreamfoldError
 
-__all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error", "lost_after_the_end"]
+__all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 
 #: module -> exception classes meaning "the connection failed".
 _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -67,13 +67,3 @@ def as_connection_lost(
     if is_transport_error(exc):
         return connection_lost(provider, position, exc)
     return None
-
-
-def lost_after_the_end(provider: str, lost: ConnectionLostError) -> str:
-    """The warning of a connection that failed after the terminal event: the outcome was
-    decided, so the message stands (as a resumable stream ends there too)."""
-    cause = lost.__cause__ if lost.__cause__ is not None else lost
-    return (
-        f"{provider}: the connection failed after the terminal event "
-        f"({type(cause).__name__}: {cause}); the message was already complete"
-    )

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from ._transport import ConnectionLostError, as_connection_lost, lost_after_the_end
-from .errors import StreamfoldError
-from .events import Event, Notice
+from .events import Event
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import async_byte_chunks, sync_byte_chunks
 
@@ -79,23 +77,18 @@ async def aevents(
 def _ending(pipeline: Pipeline, exc: Exception) -> tuple[list[Event], Exception | None]:
     """The last events and the error to raise after them, when ``exc`` ended the input.
 
-    Any error but a failure of the byte source is raised as it is. A failure of the byte
-    source (the adapters' ``ConnectionLostError``, or a client's own exception from a plain
-    iterable such as ``response.iter_bytes()``) is a lost connection: the events the provider
-    makes at the end of input (a cut call's arguments, frames ``auto`` still held) come first,
-    as at a clean end. After the terminal event it ends nothing that mattered: the events end
-    normally, a warning last (as ``fold`` returns the message).
+    A lost connection (``Pipeline.source_failed``) first gives the events the provider makes at
+    the end of input (a cut call's arguments, frames ``auto`` still held), as a clean end does.
+    After the terminal event it ended nothing that mattered: the events end normally, a warning
+    last (as ``fold`` returns the message). Any other error is raised as it is.
     """
-    if isinstance(exc, StreamfoldError) and not isinstance(exc, ConnectionLostError):
-        return [], exc
-    name = getattr(pipeline.provider, "chosen", None) or pipeline.provider.name
-    lost = as_connection_lost(exc, name, pipeline.bytes_seen)
+    lost = pipeline.source_failed(exc)
     if lost is None:
         return [], exc
     events = pipeline.lost()
     if not pipeline.provider.terminal_seen:
         return events, lost
-    events.append(Notice(kind="warning", message=lost_after_the_end(name, lost)))
+    events.append(pipeline.late_loss(lost))
     return events, None
 
 

@@ -22,9 +22,8 @@ from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
 from ._core import JsonLinesDecoder
-from ._transport import ConnectionLostError, as_connection_lost, lost_after_the_end
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import Event, Notice
+from .events import Event
 from .folder import Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
@@ -155,20 +154,18 @@ def _failure(
     what the provider still holds is folded first (``Pipeline.lost``), so the partial has
     every byte that arrived, as a clean end at that byte would.
     """
-    if not isinstance(exc, StreamfoldError) or isinstance(exc, ConnectionLostError):
-        lost = as_connection_lost(exc, _provider_name(pipeline), pipeline.bytes_seen)
-        if lost is None:
-            return exc  # a bug, not the stream's: raised as it is
+    lost = pipeline.source_failed(exc)
+    if lost is not None:
         # A rule the fold breaks on these closing events (strict) is not what ended the
         # stream: the caller gets the lost connection, with whatever was folded.
         with contextlib.suppress(StreamfoldError):
             run(pipeline.lost())
         if folder.complete:
-            run(
-                [Notice(kind="warning", message=lost_after_the_end(_provider_name(pipeline), lost))]
-            )
+            run([pipeline.late_loss(lost)])
             return None
         exc = lost
+    elif not isinstance(exc, StreamfoldError):
+        return exc  # a bug, not the stream's: raised as it is
     _settle(folder, pipeline)
     _annotate(folder, pipeline, exc)
     return exc

@@ -255,6 +255,16 @@ def _requests_response(source: object) -> Any:
     return None
 
 
+def is_response(source: object) -> bool:
+    """A response of a supported client, read through its adapter (some are iterable
+    themselves, as ``requests.Response``; the clients' byte iterators are plain iterables)."""
+    return (
+        _httpx_response(source) is not None
+        or _aiohttp_response(source) is not None
+        or _requests_response(source) is not None
+    )
+
+
 def _httpx_is_async_only(response: httpx.Response) -> bool:
     import httpx
 

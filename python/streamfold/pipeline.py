@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ._core import JsonLinesDecoder, SSEDecoder
+from ._transport import ConnectionLostError, as_connection_lost
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import Event
+from .events import Event, Notice
 from .providers import Provider, get_provider
 
 __all__ = ["Pipeline"]
@@ -188,6 +189,30 @@ class Pipeline:
                 self.provider.finish(out)
         return out
 
+    def source_failed(self, exc: BaseException) -> ConnectionLostError | None:
+        """``exc``, raised by the byte source mid-body, as the lost connection it means (the
+        adapters' ``ConnectionLostError``, or a client's own exception from a plain iterable
+        such as ``response.iter_bytes()``); ``None`` for any other error (a bug, or the
+        stream's own error), which is raised as it is. Then call ``lost``."""
+        if isinstance(exc, StreamfoldError) and not isinstance(exc, ConnectionLostError):
+            return None
+        return as_connection_lost(exc, self.provider_name, self.bytes_seen)
+
+    def late_loss(self, lost: ConnectionLostError) -> Notice:
+        """The warning of a connection that failed after the terminal event: the outcome was
+        decided, so the message stands (as a resumable stream ends there too)."""
+        cause = lost.__cause__ if lost.__cause__ is not None else lost
+        return Notice(
+            kind="warning",
+            message=f"{self.provider_name}: the connection failed after the terminal event "
+            f"({type(cause).__name__}: {cause}); the message was already complete",
+        )
+
+    @property
+    def provider_name(self) -> str:
+        """The provider's name; for ``auto``, the one it detected."""
+        return getattr(self.provider, "chosen", None) or self.provider.name
+
     @property
     def dropped_partial(self) -> bool:
         """An unterminated SSE event, or a last JSON line cut short, was discarded at the end
@@ -226,7 +251,7 @@ class Pipeline:
         """The decoder's error (an event over the size limit, a JSON line that does not parse)
         named as every other error is: the provider, and the number of the frame it broke
         (``position`` stays the byte or line offset the decoder gave)."""
-        name = getattr(self.provider, "chosen", None) or self.provider.name
+        name = self.provider_name
         exc.provider = exc.provider or name
         if not exc.message.startswith(f"{name}: "):
             exc.message = f"{name}: {exc.message} (frame {self.frames_seen})"
@@ -250,7 +275,7 @@ class Pipeline:
         starts = (b"{", b"[") if jsonl else (b"data", b"event", b"id", b"retry", b":")
         if not head or head.startswith(starts) or any(s.startswith(head) for s in starts):
             return None
-        name = getattr(self.provider, "chosen", None) or self.provider.name
+        name = self.provider_name
         hint = ""
         if head.startswith(b"<"):
             hint = ": HTML, a proxy's or gateway's error page?"
@@ -269,8 +294,7 @@ class Pipeline:
         not_a_stream = self.not_a_stream()
         if not_a_stream is not None:
             return not_a_stream
-        # For ``auto``, name the provider it detected.
-        name = getattr(self.provider, "chosen", None) or self.provider.name
+        name = self.provider_name
         return IncompleteStreamError(
             f"{name}: the stream ended after {self.bytes_seen} bytes without the provider's "
             "terminal event; the answer may be cut short",

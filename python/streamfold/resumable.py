@@ -68,6 +68,7 @@ from ._transport import ConnectionLostError, is_transport_error
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .events import Event, Notice
 from .folder import Folder
+from .http import is_response
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .providers import Provider, get_provider
 from .source import async_byte_chunks, sync_byte_chunks
@@ -678,21 +679,13 @@ async def _next_chunk(chunks: AsyncIterator[bytes], idle_timeout: float | None) 
 
 
 async def _enter_async(source: Any, stack: contextlib.AsyncExitStack) -> Any:
-    if _is_response(source):
+    if is_response(source):
         return source
     if hasattr(source, "__aenter__"):
         return await stack.enter_async_context(source)
     if isinstance(source, Awaitable) and not isinstance(source, AsyncIterable):
         return await source
     return source
-
-
-def _is_response(source: Any) -> bool:
-    for module_name, class_name in (("httpx", "Response"), ("aiohttp", "ClientResponse")):
-        module = sys.modules.get(module_name)
-        if module is not None and isinstance(source, getattr(module, class_name)):
-            return True
-    return False
 
 
 async def aevents_resumable(

@@ -12,6 +12,8 @@ import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
+from .http import is_response
+
 __all__ = ["async_byte_chunks", "sync_byte_chunks"]
 
 
@@ -61,19 +63,6 @@ async def async_byte_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIt
             await aclose()
 
 
-#: (top-level module, class name) of the HTTP responses read by the adapters in ``http``. Some
-#: are iterable themselves (``requests.Response``), yet must go through their adapter; the
-#: clients' own byte iterators (``aiohttp``'s ``content.iter_any()``) are plain iterables.
-_RESPONSE_CLASSES = frozenset(
-    {("httpx", "Response"), ("aiohttp", "ClientResponse"), ("requests", "Response")}
-)
-
-
 def _looks_like_response(source: object) -> bool:
-    kind = type(source)
-    if kind.__module__ == "builtins":
-        return False  # a list, a generator: most sources, told apart at once
-    return any(
-        (cls.__module__.partition(".")[0], cls.__name__) in _RESPONSE_CLASSES
-        for cls in kind.__mro__
-    )
+    # A list, a generator (most sources) is told apart at once.
+    return type(source).__module__ != "builtins" and is_response(source)
