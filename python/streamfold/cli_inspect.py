@@ -29,7 +29,6 @@ from .events import (
 from .folder import Folder
 from .message import Message
 from .pipeline import Pipeline
-from .providers import Provider
 from .timing import Arrival, Recording, TimingReport, analyze
 
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
     "Inspection",
     "Outcome",
     "Timeline",
-    "chosen_provider_name",
     "inspect_stream",
 ]
 
@@ -201,14 +199,6 @@ class Inspection:
         return self.outcome.exit_code
 
 
-def chosen_provider_name(provider: Provider) -> str:
-    """The provider's name; for ``auto``, the provider it detected (``auto`` until then)."""
-    chosen = getattr(provider, "chosen", None)
-    if isinstance(chosen, str) and chosen:
-        return chosen
-    return provider.name or "auto"
-
-
 def inspect_stream(
     recording: Recording,
     *,
@@ -277,7 +267,7 @@ class _Run:
         folder = self.folder
         if folder.provider == "auto" and events:
             # Name the detected provider in the fold's warnings, not "auto".
-            folder.provider = chosen_provider_name(self.pipeline.provider)
+            folder.provider = self.pipeline.provider.concrete_name
         for event in events:
             self.timeline.add(self.seq, t if self.stamp else None, event)
             self.seq += 1
@@ -296,7 +286,7 @@ class _Run:
 
     def finish(self, source: str) -> Inspection:
         pipeline, folder = self.pipeline, self.folder
-        name = chosen_provider_name(pipeline.provider)
+        name = pipeline.provider.concrete_name
         folder.provider = name
         error = self.fold_error or pipeline.pending
         pipeline.pending = None

@@ -132,17 +132,6 @@ class _Runner:
             handler(event)
 
 
-def _provider_name(pipeline: Pipeline) -> str:
-    """The provider's name; for ``auto``, the one it detected (when it says)."""
-    provider = pipeline.provider
-    for attr in ("detected", "chosen", "delegate", "inner"):
-        inner = getattr(provider, attr, None)
-        name = getattr(inner, "name", inner)
-        if isinstance(name, str) and name and name != "auto":
-            return name
-    return provider.name
-
-
 def _failure(
     run: _Runner, folder: Folder, pipeline: Pipeline, exc: Exception
 ) -> BaseException | None:
@@ -172,7 +161,7 @@ def _failure(
 
 
 def _settle(folder: Folder, pipeline: Pipeline) -> None:
-    folder.provider = _provider_name(pipeline)
+    folder.provider = pipeline.provider_name
 
 
 def _annotate(folder: Folder, pipeline: Pipeline, exc: StreamfoldError) -> None:

@@ -211,7 +211,7 @@ class Pipeline:
     @property
     def provider_name(self) -> str:
         """The provider's name; for ``auto``, the one it detected."""
-        return getattr(self.provider, "chosen", None) or self.provider.name
+        return self.provider.concrete_name
 
     @property
     def dropped_partial(self) -> bool:

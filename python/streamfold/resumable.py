@@ -152,17 +152,6 @@ def _id_key(value: str) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
     return tuple(_DIGIT_RUN.split(value)), tuple(int(run) for run in numbers)
 
 
-def _provider_name(provider: Provider) -> str:
-    """The concrete provider's name (``auto`` reports the one it detected, once it has)."""
-    for attr in ("detected", "delegate", "inner", "chosen"):
-        inner = getattr(provider, attr, None)
-        if isinstance(inner, Provider) and inner.name:
-            return inner.name
-        if isinstance(inner, str) and inner:
-            return inner
-    return provider.name or "auto"
-
-
 @dataclass
 class _Ending:
     """What to do after a connection ended: yield ``events``, then raise or wait and retry."""
@@ -218,7 +207,7 @@ class _Resumer:
 
     @property
     def name(self) -> str:
-        return _provider_name(self.provider)
+        return self.provider.concrete_name
 
     def cursor(self) -> Cursor:
         return _make_cursor(self.attempt, self.last_event_id, self.provider.sequence, self.name)

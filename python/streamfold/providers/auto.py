@@ -234,6 +234,10 @@ class AutoProvider(Provider):
         self._chat = False
         self._buffer: list[tuple[int, Any]] = []
 
+    @property
+    def concrete_name(self) -> str:
+        return self.chosen or self.name
+
     def set_framing(self, framing: str) -> None:
         """Called by the pipeline when the bytes turn out to be JSON lines."""
         self._jsonl = framing == "jsonl"

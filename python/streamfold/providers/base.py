@@ -64,6 +64,12 @@ class Provider(ABC):
         #: the provider), handed over so that its JSON is not parsed twice. Used once.
         self.preparsed: tuple[Any, Any] | None = None
 
+    @property
+    def concrete_name(self) -> str:
+        """The name of the provider whose format is read: ``name``, except for ``auto``, which
+        gives the provider it detected (``auto`` until then)."""
+        return self.name
+
     @abstractmethod
     def handle(self, frame: Any, out: list[Event]) -> None:
         """Map one frame to events appended to ``out``."""
