@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -773,11 +776,15 @@ def test_onecortex_result_must_equal_the_joined_text() -> None:
 # -- several choices ---------------------------------------------------------------------------
 
 
-def test_one_message_per_choice() -> None:
+def three_choices() -> list[Event]:
     events: list[Event] = [MessageStart(id="c", choice=i) for i in range(3)]
     for i in range(3):
         events += text_block(10 + i, f"answer {i}", choice=i)
-    events += [end("length", "length", choice=1), end(choice=0), end(choice=2)]
+    return [*events, end("length", "length", choice=1), end(choice=0), end(choice=2)]
+
+
+def test_one_message_per_choice() -> None:
+    events = three_choices()
     m = fold(events)
     assert m.choice == 0
     assert [c.choice for c in m.choices] == [0, 1, 2]
@@ -791,6 +798,29 @@ def test_one_message_per_choice() -> None:
 def test_messages_compare_without_recursing_into_choices() -> None:
     events = [MessageStart(), *text_block(0, "x"), end()]
     assert fold(events) == fold(events)
+
+
+def test_a_message_with_several_choices_converts_to_a_dict() -> None:
+    # ``choices`` holds the message itself: as a field, ``asdict`` recursed into it forever.
+    m = fold(three_choices())
+    whole = dataclasses.asdict(m)
+    assert "choices" not in whole and whole["text"] == "answer 0"
+    assert [dataclasses.asdict(c)["text"] for c in m.choices] == [
+        "answer 0",
+        "answer 1",
+        "answer 2",
+    ]
+    assert "answer 0" in dataclasses.astuple(m)
+    copy_ = dataclasses.replace(m, text="other")
+    assert copy_.choices == [copy_] and copy_.text == "other"
+
+
+def test_several_choices_survive_pickle_and_deepcopy() -> None:
+    m = fold(three_choices())
+    for copied in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        assert [c.text for c in copied.choices] == ["answer 0", "answer 1", "answer 2"]
+        assert copied.choices[0] is copied
+        assert all(c.choices is copied.choices for c in copied.choices)
 
 
 # -- contract violations -----------------------------------------------------------------------

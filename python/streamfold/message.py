@@ -139,8 +139,21 @@ class Step:
     raw: Any = None
 
 
+class _ChoicesSlot:
+    """Where :attr:`Message.choices` lives: outside the dataclass fields, because the list holds
+    the message itself, and ``dataclasses.asdict``/``astuple`` would recurse into it forever."""
+
+    __slots__ = ("_choices",)
+    _choices: list[Message]
+
+    def _keep_choices(self, choices: list[Message]) -> list[Message]:
+        # Assigned here: mypy does not see a base's slot from a ``slots=True`` dataclass.
+        self._choices = choices
+        return choices
+
+
 @dataclass(slots=True)
-class Message:
+class Message(_ChoicesSlot):
     """The assistant message folded from a stream."""
 
     provider: str = ""
@@ -186,10 +199,24 @@ class Message:
     warnings: list[str] = field(default_factory=list)
     #: Choice index (OpenAI ``n>1``); every choice is in ``choices``.
     choice: int = 0
-    #: One message per choice, in choice order (this message among them).
-    choices: list[Message] = field(default_factory=list, repr=False, compare=False)
     #: The provider's error object, when the stream failed.
     error: Any = None
+
+    @property
+    def choices(self) -> list[Message]:
+        """One message per choice, in choice order (this message among them).
+
+        Not a dataclass field, so ``dataclasses.asdict(message)`` gives this choice alone;
+        take every choice with ``[asdict(c) for c in message.choices]``.
+        """
+        try:
+            return self._choices
+        except AttributeError:
+            return self._keep_choices([self])
+
+    @choices.setter
+    def choices(self, value: list[Message]) -> None:
+        self._keep_choices(value)
 
     def to_request(self, provider: str | None = None) -> Any:
         """The assistant message in the shape ``provider``'s next request expects."""

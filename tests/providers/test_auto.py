@@ -281,10 +281,11 @@ def _without_detection(message: Any) -> Any:
         return None
 
     def plain(m: Any) -> Any:
-        notices = [n for n in m.notices if n.kind != "provider_detected"]
-        return replace(m, notices=notices, choices=[])
+        return replace(m, notices=[n for n in m.notices if n.kind != "provider_detected"])
 
-    return replace(plain(message), choices=[plain(c) for c in message.choices])
+    first = plain(message)
+    first.choices = [first if c is message else plain(c) for c in message.choices]
+    return first
 
 
 def _fold(chunks: list[bytes], provider: str) -> tuple[str, Any]:
