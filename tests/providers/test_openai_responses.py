@@ -858,3 +858,20 @@ def test_logprobs_fold_onto_the_text_block(cuts: list[int]) -> None:
         assert message.text == "".join(words)
         (block,) = message.blocks
         assert [t["token"] for t in block.extra["logprobs"]] == ["Foo", "!", " e", "nd"]
+
+
+def test_held_reasoning_keeps_its_logprobs() -> None:
+    # Raw reasoning-text deltas (open models) carry logprobs. Part 1's deltas are held back
+    # while part 0 waits for its text from the item; released, they keep their logprobs.
+    parts: list[Part] = [([], "zero", {"item"}), (["on", "e"], "one", set())]
+    frames = reasoning_stream(parts, raw=True).decode().split("\n\n")
+    for position, raw in enumerate(frames):
+        head, _, payload = raw.rpartition("data: ")
+        if payload and json.loads(payload)["type"] == "response.reasoning_text.delta":
+            body = json.loads(payload)
+            body["logprobs"] = [{"token": body["delta"], "logprob": -0.25, "top_logprobs": []}]
+            frames[position] = head + "data: " + json.dumps(body)
+    message = sf.fold(["\n\n".join(frames).encode()], P, strict=True)
+    assert message.reasoning == "zeroone"
+    block = next(b for b in message.blocks if b.kind == "reasoning")
+    assert [t["token"] for t in block.extra["logprobs"]] == ["on", "e"]

@@ -216,7 +216,7 @@ def _part_text(part: Any, kind: BlockKind) -> Any:
 class _Part:
     """One part of a reasoning block: a summary part or a raw reasoning-text part."""
 
-    __slots__ = ("fed", "held", "separator")
+    __slots__ = ("fed", "held", "logprobs", "separator")
 
     def __init__(self, separator: str) -> None:
         #: Emitted before the part's text (after the parts before it).
@@ -225,6 +225,8 @@ class _Part:
         self.fed = False
         #: Its text not emitted yet, while an earlier part waits for its text.
         self.held: list[str] = []
+        #: The log-probabilities of the held deltas, concatenated in order.
+        self.logprobs: list[Any] = []
 
 
 class _Reasoning:
@@ -695,15 +697,31 @@ class OpenAIResponses(Provider):
         return self._new_reasoning_part(state, series, 0, frame, out)
 
     def _reasoning_text(
-        self, state: _Item, index: int, text: str, frame: Any, out: list[Event]
+        self,
+        state: _Item,
+        index: int,
+        text: str,
+        frame: Any,
+        out: list[Event],
+        *,
+        logprobs: Any = None,
     ) -> None:
-        """Text for part ``index`` of the (open) reasoning block: emitted, or held while an
-        earlier part waits for its text."""
+        """Text for part ``index`` of the (open) reasoning block: emitted, or held (with its
+        log-probabilities) while an earlier part waits for its text."""
         reasoning = state.reasoning
         assert reasoning is not None
         if 0 <= reasoning.wait <= index:
-            reasoning.parts[index].held.append(text)
+            part = reasoning.parts[index]
+            part.held.append(text)
+            if logprobs:
+                part.logprobs.extend(logprobs if logprobs.__class__ is list else [logprobs])
             self._release(state, frame, out)
+        elif logprobs:
+            out.append(
+                BlockDelta(
+                    index=state.block, kind="reasoning", text=text, raw=frame, logprobs=logprobs
+                )
+            )
         else:
             out.append(text_delta(state.block, "reasoning", text, 0, frame))
 
@@ -766,7 +784,20 @@ class OpenAIResponses(Provider):
             if not (part.fed or last or end):
                 return
             if part.held:
-                out.append(text_delta(state.block, "reasoning", "".join(part.held), 0, frame))
+                text = "".join(part.held)
+                if part.logprobs:
+                    out.append(
+                        BlockDelta(
+                            index=state.block,
+                            kind="reasoning",
+                            text=text,
+                            raw=frame,
+                            logprobs=part.logprobs,
+                        )
+                    )
+                    part.logprobs = []
+                else:
+                    out.append(text_delta(state.block, "reasoning", text, 0, frame))
                 part.held.clear()
             if last:
                 reasoning.wait = -1  # nothing after it: its text goes straight to the block
@@ -831,7 +862,7 @@ class OpenAIResponses(Provider):
             state.reasoning.parts[index].fed = True
             if state.reasoning.wait >= 0:
                 # Held back (and never learned from: a templated read would not hold it).
-                self._reasoning_text(state, index, text, frame, out)
+                self._reasoning_text(state, index, text, frame, out, logprobs=p.get("logprobs"))
                 return
         logprobs = p.get("logprobs")
         if logprobs:
