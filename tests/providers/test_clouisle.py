@@ -196,6 +196,20 @@ def test_output_truncated_makes_the_finish_length() -> None:
     assert [n.kind for n in result.of(Notice)] == ["output_truncated"]
 
 
+def test_output_truncated_gives_a_cut_stream_its_finish() -> None:
+    # "Reached the maximum output Token" is known before message_end: a stream that breaks
+    # between the two still says why its text stops (finish length), as an Anthropic
+    # message_delta does.
+    stream = sse(("content_delta", {"delta": "Cut"}), ("output_truncated", {"max_tokens": 3}))
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([stream], P)
+    partial = info.value.partial
+    assert (partial.text, partial.complete) == ("Cut", False)
+    assert (partial.finish_reason, partial.raw_finish_reason) == ("length", "output_truncated")
+    ended = sf.fold([stream + sse(("message_end", {"status": "completed"}))], P, strict=True)
+    assert (ended.finish_reason, ended.raw_finish_reason) == ("length", "completed")
+
+
 def test_message_start_is_synthesized_before_the_first_agent_event() -> None:
     result = run(sse(("content_delta", {"delta": "x", "message_id": "m9"})), P)
     assert result.events[0] == MessageStart(id="m9")

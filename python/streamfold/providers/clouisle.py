@@ -30,7 +30,8 @@ follows at once.
 Messages and runs. ``MessageStart`` comes from ``message_start`` (its ``message_id``), or is
 synthesized before the first agent event; run events alone never start a message (a resumed
 run stream may carry only run events). ``message_end`` -> ``MessageEnd`` (``length`` when
-``output_truncated`` came earlier; ``data`` = ``{elapsed_ms, status}``). Run events ->
+``output_truncated`` came earlier: it also sends ``MessageDelta(finish_reason="length")``, so a
+stream cut before the end keeps that finish; ``data`` = ``{elapsed_ms, status}``). Run events ->
 ``RunStatus``; ``run_end`` is ``terminal`` and, when the message never ended, also ends it
 with the run's status. The identifiers a caller needs to reconnect ("reuse the existing
 conversation_id / run_id") go to ``Message.metadata``: ``conversation_id`` and ``run_id`` of
@@ -54,6 +55,7 @@ from ..events import (
     BlockStart,
     Event,
     MediaAdded,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -334,6 +336,13 @@ class Clouisle(Provider):
     def _output_truncated(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._truncated = True
         self._notice("output_truncated", p, frame, out)
+        if not self._message_ended:
+            # The finish is known now: a stream cut before message_end keeps it.
+            out.append(
+                MessageDelta(
+                    finish_reason="length", raw_finish_reason="output_truncated", raw=frame
+                )
+            )
 
     def _notice(self, kind: str, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if kind not in RUN_EVENTS:
