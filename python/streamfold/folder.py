@@ -150,8 +150,10 @@ class _Call:
             if ev.text and self.error is None:
                 # The JSON text as sent (Mistral), rather than a re-serialization.
                 self.arguments_json = ev.text
+            # Closed by the stream like a streamed call at its end event, whatever its text:
+            # ``error`` says why ``arguments`` is None.
             self.closed = True
-            self.complete = self.error is None
+            self.complete = True
         else:
             self.acc = _JsonAccumulator()
             # Anthropic opens tool_use with ``input: {}``; it stands when no fragment follows.
@@ -1143,7 +1145,7 @@ class Folder:
                 name=ev.pending_tool_name,
                 arguments=arguments,
                 arguments_json=arguments_json,
-                complete=error is None,
+                complete=True,  # the input arrived whole; ``error`` says when it is unusable
                 error=error,
             )
         else:

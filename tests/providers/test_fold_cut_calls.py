@@ -344,6 +344,28 @@ def test_whole_call_and_pending_call_with_null_text() -> None:
     assert pending is not None and (pending.complete, pending.arguments) == (True, {})
 
 
+@pytest.mark.parametrize("text", ["null", "{not json", '{"a": 1'])
+def test_closed_calls_with_bad_text_are_complete_whole_or_streamed(text: str) -> None:
+    # One rule for ``complete``: the stream closed the call. A call that arrived whole (or a
+    # pending ask_user input) was closed by the stream, as a streamed call closed by its end
+    # event is: both are complete, with ``error`` saying why ``arguments`` is None.
+    streamed = sf.fold([CLOSED_STREAMS["onecortex"](text)], provider="onecortex").tool_calls[0]
+    folder = sf.Folder("clouisle")
+    folder.add(sf.MessageStart())
+    folder.add(
+        sf.BlockStart(index=0, kind="tool_call", id="a", name="f", arguments=text, complete=True)
+    )
+    folder.add(sf.BlockEnd(index=0, kind="tool_call"))
+    folder.add(sf.RunStatus(status="waiting", pending_tool_name="ask", pending_tool_input=text))
+    m = folder.snapshot()
+    for call in [streamed, *m.tool_calls, m.pending_tool_call]:
+        assert call is not None
+        assert (call.complete, call.arguments, call.arguments_json) == (True, None, text)
+        assert call.error is not None
+    with pytest.raises(ValueError, match="cannot be sent back"):
+        m.to_request("openai")
+
+
 # -- a finish reason that arrived before the terminal event ----------------------------------
 
 
