@@ -10,9 +10,10 @@ Every event keeps the frame it came from in ``raw``: the ``ServerSentEvent`` for
 the parsed line for JSON-lines streams. Events are frozen and slotted: cheap to make and safe
 to share. ``choice`` is the OpenAI choice index (``n>1``); 0 everywhere else.
 
-Block indices are unique within a choice and are what deltas refer to. Providers that key tool
-calls some other way (OpenAI ``tool_calls[].index``, an id, an output index) are mapped to block
-indices by the provider module, in order of appearance.
+Block indices are unique within a choice, numbered from 0 in each (a choice of an ``n>1``
+stream is numbered as a stream of it alone would be), and are what deltas refer to. Providers
+that key tool calls some other way (OpenAI ``tool_calls[].index``, an id, an output index) are
+mapped to block indices by the provider module, in order of appearance.
 
 What providers promise and the fold relies on:
 

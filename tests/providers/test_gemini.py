@@ -625,6 +625,37 @@ def test_several_candidates_are_choices() -> None:
     assert (folded.choice(0).finish_reason, folded.choice(1).finish_reason) == ("length", "stop")
 
 
+def test_each_candidate_numbers_its_blocks_from_zero() -> None:
+    # Candidate 1's message is the one a stream of candidate 1 alone folds to.
+    call = {"functionCall": {"name": "f", "args": {"x": 1}}}
+    stream = gsse(
+        {
+            "candidates": [
+                {"index": 0, "content": {"parts": [{"text": "A"}]}},
+                {"index": 1, "content": {"parts": [{"text": "B"}, call]}, "finishReason": "STOP"},
+            ]
+        },
+        {
+            "candidates": [
+                {"index": 0, "content": {"parts": [{"text": "a"}]}, "finishReason": "STOP"}
+            ]
+        },
+    )
+    alone = gsse(
+        {
+            "candidates": [
+                {"index": 0, "content": {"parts": [{"text": "B"}, call]}, "finishReason": "STOP"}
+            ]
+        }
+    )
+    second = sf.fold([stream], provider="gemini", strict=True).choices[1]
+    expected = sf.fold([alone], provider="gemini", strict=True)
+    assert [(b.index, b.kind) for b in second.blocks] == [(0, "text"), (1, "tool_call")]
+    assert [(b.index, b.kind) for b in expected.blocks] == [(0, "text"), (1, "tool_call")]
+    (tool_call,) = second.tool_calls
+    assert tool_call.block == 1 and second.blocks[1].tool_call == tool_call
+
+
 # -- errors and rules -----------------------------------------------------------------------------
 
 

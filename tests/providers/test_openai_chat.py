@@ -517,6 +517,36 @@ def test_n_choices_interleave_and_end_separately() -> None:
     )
 
 
+def test_each_choice_folds_as_a_stream_of_that_choice_alone() -> None:
+    # n>1: choice 1's message is the one a stream of choice 1 alone folds to, its block
+    # indices included (0, 1, … within the choice), so ``blocks[call.block]`` is the call's.
+    def frames(only: int | None) -> bytes:
+        picks = [
+            choice(1, role="assistant", tool_calls=[call(0, "", id="call_b", name="f")]),
+            choice(0, role="assistant", content="Hi"),
+            choice(1, tool_calls=[call(0, '{"a": 1}')]),
+            choice(1, tool_calls=[call(1, "{}", id="call_c", name="g")]),
+            choice(0, finish="stop"),
+            choice(1, finish="tool_calls"),
+        ]
+        return sse(*(chunk(c) for c in picks if only in (None, c["index"])), "[DONE]")
+
+    both = sf.fold([frames(None)], provider="openai", strict=True)
+    for index, message in enumerate(both.choices):
+        alone = sf.fold([frames(index)], provider="openai", strict=True)
+        assert [(b.index, b.kind) for b in message.blocks] == [
+            (b.index, b.kind) for b in alone.blocks
+        ]
+        assert message.tool_calls == alone.tool_calls
+        for tool_call in message.tool_calls:
+            assert tool_call.block is not None
+            assert message.blocks[tool_call.block].tool_call == tool_call
+    assert [(b.index, b.kind) for b in both.choices[1].blocks] == [
+        (0, "tool_call"),
+        (1, "tool_call"),
+    ]
+
+
 def test_terminal_seen_only_when_every_choice_ended() -> None:
     pipeline = Pipeline("openai")
     pipeline.feed(sse(chunk(choice(0, content="a"), choice(1, content="b"))))

@@ -157,6 +157,7 @@ class _Candidate:
         "ended",
         "index",
         "last_text",
+        "next_block",
         "prose",
         "prose_kind",
         "sources",
@@ -164,6 +165,8 @@ class _Candidate:
 
     def __init__(self, index: int) -> None:
         self.index = index
+        #: Block indices are numbered per candidate, from 0, as a stream of it alone.
+        self.next_block = 0
         self.prose = -1
         self.prose_kind: BlockKind | None = None
         #: The Vertex call being streamed (-1: none) and its arguments so far.
@@ -298,7 +301,7 @@ class Gemini(Provider):
         for key in SERVER_TOOL_PARTS:
             if key in part:
                 self._close_prose(state, frame, out)
-                block = self._new_block()
+                block = self._new_block(state)
                 out.append(
                     BlockStart(
                         index=block,
@@ -321,14 +324,15 @@ class Gemini(Provider):
 
     # -- blocks ------------------------------------------------------------------------------
 
-    def _new_block(self) -> int:
-        block = self._next_block
-        self._next_block = block + 1
+    def _new_block(self, state: _Candidate) -> int:
+        self._next_block += 1  # blocks opened over all candidates
+        block = state.next_block
+        state.next_block = block + 1
         return block
 
     def _open_prose(self, state: _Candidate, kind: BlockKind, frame: Any, out: list[Event]) -> None:
         self._close_prose(state, frame, out)
-        state.prose = self._new_block()
+        state.prose = self._new_block(state)
         state.prose_kind = kind
         if kind == "text":
             state.last_text = state.prose
@@ -413,7 +417,7 @@ class Gemini(Provider):
                 raw=frame,
             )
         self._close_prose(state, frame, out)
-        block = self._new_block()
+        block = self._new_block(state)
         extra = {"thoughtSignature": signature} if signature else None
         if call.get("willContinue"):
             state.call = block

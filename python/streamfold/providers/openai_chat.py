@@ -230,10 +230,21 @@ def _error_parts(error: Any) -> tuple[str, str | int | None]:
 class _Choice:
     """What is open in one choice."""
 
-    __slots__ = ("calls", "ended", "index", "last_call", "open_calls", "prose", "prose_kind")
+    __slots__ = (
+        "calls",
+        "ended",
+        "index",
+        "last_call",
+        "next_block",
+        "open_calls",
+        "prose",
+        "prose_kind",
+    )
 
     def __init__(self, index: int) -> None:
         self.index = index
+        #: Block indices are numbered per choice, from 0, as a stream of this choice alone.
+        self.next_block = 0
         #: The open text, refusal or reasoning block (-1: none) and its kind.
         self.prose = -1
         self.prose_kind: BlockKind | None = None
@@ -254,8 +265,6 @@ class OpenAIChat(Provider):
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._choices: dict[int, _Choice] = {}
-        #: Block indices are unique within a choice; one counter over all of them is simpler.
-        self._next_block = 0
         self._done = False
         self._produced = False
         #: The chunk template tried first: the one that read or was learned last.
@@ -559,8 +568,8 @@ class OpenAIChat(Provider):
     def _open(
         self, state: _Choice, kind: BlockKind, frame: Any, out: list[Event], **fields: Any
     ) -> int:
-        block = self._next_block
-        self._next_block = block + 1
+        block = state.next_block
+        state.next_block = block + 1
         self._produced = True
         if kind == "tool_call":
             self._forget_call_templates()
