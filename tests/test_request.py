@@ -168,6 +168,32 @@ def test_cohere_v2_text_and_reasoning() -> None:
     }
 
 
+def test_cohere_v2_citations_go_back_as_received() -> None:
+    # AssistantMessage.citations: the Citation objects of the answer, as citation-start gave
+    # them (https://docs.cohere.com/reference/chat, messages: AssistantMessage).
+    sources = [{"type": "tool", "id": "t:0", "tool_output": {"x": 1}}]
+    wire = {"start": 0, "end": 5, "text": "Hello", "sources": sources, "type": "TEXT_CONTENT"}
+    cited = Citation(start=0, end=5, text="Hello", sources=sources, block=0, raw=wire)
+    m = fold([*block(0, "text", "Hello ", "there."), CitationAdded(citation=cited)])
+    assert m.to_request("cohere-v2") == {
+        "role": "assistant",
+        "content": "Hello there.",
+        "citations": [wire],
+    }
+    # A citation made by hand, with no wire object, is left out.
+    bare = fold([*block(0, "text", "Hi"), CitationAdded(citation=Citation(start=0, end=2))])
+    assert bare.to_request("cohere-v2") == {"role": "assistant", "content": "Hi"}
+
+
+@requires_captures
+def test_cohere_v2_capture_citations_round_trip() -> None:
+    path = CAPTURES / "cohere_v2" / "citation_tool_source.sse"
+    m = sf.fold([path.read_bytes()], provider="cohere-v2")
+    sent = m.to_request()
+    assert sent["citations"] == [c.raw for c in m.citations]
+    assert [(c["start"], c["end"], c["text"]) for c in sent["citations"]] == [(34, 35, "5")]
+
+
 def test_cohere_v1_chat_history_entry() -> None:
     # https://docs.cohere.com/v1/reference/chat: chat_history ChatMessage {role: "CHATBOT",
     # message, tool_calls[{name, parameters: object}]}.

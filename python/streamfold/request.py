@@ -106,6 +106,12 @@ def _cohere_v2(message: Message) -> dict[str, Any]:
         out["content"] = content
     elif message.text or not calls:
         out["content"] = message.text
+    # Each citation as citation-start delivered it ({start, end, text, sources, type?,
+    # content_index?}: the Citation the request takes); one without that object (events
+    # built by hand) has nothing the API would accept and is left out.
+    citations = [c.raw for c in message.citations if isinstance(c.raw, dict) and "start" in c.raw]
+    if citations:
+        out["citations"] = citations
     return out
 
 
