@@ -1246,8 +1246,19 @@ def test_a_json_line_cut_by_the_end_of_input_is_an_incomplete_stream(cuts: list[
         sf.fold(reads, provider="cohere-v1")
     assert info.value.partial.text == "Hi"
     assert "last line without its newline" in str(info.value)
-    with pytest.raises(sf.IncompleteStreamError):
+    with pytest.raises(sf.IncompleteStreamError) as raised:
         list(sf.events(reads, provider="cohere-v1"))
+    assert str(raised.value) == str(info.value)  # events() says what fold() says
+
+
+def test_events_and_fold_say_alike_that_an_unterminated_event_was_discarded() -> None:
+    body = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\ndata: {"id'
+    with pytest.raises(sf.IncompleteStreamError) as folded:
+        sf.fold([body], provider="openai")
+    with pytest.raises(sf.IncompleteStreamError) as raised:
+        list(sf.events([body], provider="openai"))
+    assert "not terminated by a blank line" in str(folded.value)
+    assert str(raised.value) == str(folded.value)
 
 
 def test_a_broken_json_line_with_its_newline_is_still_a_protocol_error() -> None:

@@ -21,8 +21,7 @@ import contextlib
 from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
-from ._core import JsonLinesDecoder
-from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
+from .errors import ProtocolError, StreamfoldError
 from .events import Event
 from .folder import Folder
 from .message import Message
@@ -175,18 +174,6 @@ def _result(folder: Folder, pipeline: Pipeline) -> Message:
     _settle(folder, pipeline)
     if not folder.complete:
         exc = pipeline.incomplete_error()
-        if pipeline.dropped_partial and isinstance(exc, IncompleteStreamError):
-            dropped = (
-                "a last line without its newline, not JSON, was discarded at the end of input"
-                if isinstance(pipeline.decoder, JsonLinesDecoder)
-                else "an event not terminated by a blank line was discarded at the end of "
-                "input, as the SSE standard requires"
-            )
-            exc = IncompleteStreamError(
-                f"{exc.message} ({dropped})",
-                provider=exc.provider,
-                position=exc.position,
-            )
         folder.annotate_error(exc)
         raise exc
     return folder.result()

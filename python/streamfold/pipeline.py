@@ -295,9 +295,16 @@ class Pipeline:
         if not_a_stream is not None:
             return not_a_stream
         name = self.provider_name
-        return IncompleteStreamError(
+        message = (
             f"{name}: the stream ended after {self.bytes_seen} bytes without the provider's "
-            "terminal event; the answer may be cut short",
-            provider=name,
-            position=self.bytes_seen,
+            "terminal event; the answer may be cut short"
         )
+        if self.dropped_partial:
+            dropped = (
+                "a last line without its newline, not JSON, was discarded at the end of input"
+                if isinstance(self._decoder, JsonLinesDecoder)
+                else "an event not terminated by a blank line was discarded at the end of "
+                "input, as the SSE standard requires"
+            )
+            message = f"{message} ({dropped})"
+        return IncompleteStreamError(message, provider=name, position=self.bytes_seen)
