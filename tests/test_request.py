@@ -134,6 +134,32 @@ def test_mistral() -> None:
     assert TEXT.to_request("mistral") == {"role": "assistant", "content": "Hello there."}
 
 
+def test_mistral_reasoning_goes_back_as_thinking_chunks() -> None:
+    # AssistantMessage.content: str | list[ContentChunk]; a ThinkChunk is {type: "thinking",
+    # thinking: [TextChunk], closed}. The reasoning is sent back, in order, beside the text.
+    m = fold([*block(0, "reasoning", "Okay, ", "2 + 2."), *block(1, "text", "4.")])
+    assert m.to_request("mistral") == {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "thinking",
+                "thinking": [{"type": "text", "text": "Okay, 2 + 2."}],
+                "closed": True,
+            },
+            {"type": "text", "text": "4."},
+        ],
+    }
+
+
+@requires_captures
+def test_mistral_capture_reasoning_round_trip() -> None:
+    path = CAPTURES / "mistral" / "magistral_thinking_chunks.sse"
+    m = sf.fold([path.read_bytes()], provider="mistral")
+    thinking, text = m.to_request()["content"]
+    assert thinking["thinking"] == [{"type": "text", "text": m.reasoning}]
+    assert text == {"type": "text", "text": m.text}
+
+
 # -- Cohere --------------------------------------------------------------------------------------
 
 

@@ -77,7 +77,20 @@ def _mistral(message: Message) -> dict[str, Any]:
     # Mistral AssistantMessage: {role, content, tool_calls[{id, type, function{name,
     # arguments}}], prefix}; content may be "" beside tool_calls.
     # https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
-    out: dict[str, Any] = {"role": "assistant", "content": message.text}
+    # With reasoning (Magistral, reasoning_effort) the content is the list of chunks the
+    # answer streamed, in block order: ThinkChunk {type: "thinking", thinking: [TextChunk],
+    # closed} and TextChunk {type: "text", text}, so the next turn keeps the reasoning (as
+    # @ai-sdk/mistral does since "preserve reasoning in multi-turn conversations").
+    content: Any = message.text
+    if message.reasoning:
+        content = []
+        for block in message.blocks:
+            if block.kind == "reasoning" and block.text:
+                thought = [{"type": "text", "text": block.text}]
+                content.append({"type": "thinking", "thinking": thought, "closed": True})
+            elif block.kind == "text" and block.text:
+                content.append({"type": "text", "text": block.text})
+    out: dict[str, Any] = {"role": "assistant", "content": content}
     calls = _function_calls(message)
     if calls:
         out["tool_calls"] = calls
