@@ -48,7 +48,9 @@ def _arguments_text(call: ToolCall) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def _function_calls(message: Message) -> list[dict[str, Any]]:
+def _function_calls(message: Message, *, legacy: bool = True) -> list[dict[str, Any]]:
+    """The calls as ``tool_calls`` entries; without the deprecated ``function_call`` one when
+    not ``legacy`` (Chat Completions sends that one back in its own shape)."""
     return [
         {
             "id": call.id,
@@ -56,20 +58,27 @@ def _function_calls(message: Message) -> list[dict[str, Any]]:
             "function": {"name": call.name, "arguments": _arguments_text(call)},
         }
         for call in message.tool_calls
+        if legacy or not call.extra.get("function_call")
     ]
 
 
 def _openai(message: Message) -> dict[str, Any]:
     # Chat Completions assistant message: content (string or null when tool_calls are given),
-    # refusal, tool_calls[{id, type: "function", function: {name, arguments: JSON text}}].
+    # refusal, tool_calls[{id, type: "function", function: {name, arguments: JSON text}}];
+    # a call streamed in the deprecated ``delta.function_call`` form goes back as
+    # function_call {name, arguments} (it has no id to pair a tool message with).
     # https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages
     out: dict[str, Any] = {"role": "assistant"}
-    calls = _function_calls(message)
-    out["content"] = message.text or (None if calls or message.refusal else "")
+    calls = _function_calls(message, legacy=False)
+    legacy = [call for call in message.tool_calls if call.extra.get("function_call")]
+    out["content"] = message.text or (None if calls or legacy or message.refusal else "")
     if message.refusal:
         out["refusal"] = message.refusal
     if calls:
         out["tool_calls"] = calls
+    if legacy:
+        call = legacy[-1]
+        out["function_call"] = {"name": call.name, "arguments": _arguments_text(call)}
     return out
 
 

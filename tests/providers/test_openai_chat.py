@@ -481,6 +481,14 @@ def test_deprecated_function_call_delta() -> None:
     blocks = accumulate(result.events).choice(0).ordered()
     assert [(b.kind, b.name, b.text) for b in blocks] == [("tool_call", "f", '{"q": 1}')]
     assert result.of(MessageEnd)[0].finish_reason == "tool_calls"
+    # Sent back in its own (deprecated) shape: a tool call needs an id this call never had.
+    # https://platform.openai.com/docs/api-reference/chat/create (assistant function_call)
+    message = sf.fold([stream], provider="openai")
+    assert message.to_request() == {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": "f", "arguments": '{"q": 1}'},
+    }
 
 
 def test_fragment_for_a_call_never_started_is_a_protocol_error() -> None:

@@ -762,7 +762,9 @@ class OpenAIChat(Provider):
                     raw=frame,
                 )
         else:
-            block = self._open(state, "tool_call", frame, out, id=call_id, name=name)
+            # The deprecated form goes back as ``function_call``, not as a tool call with no id.
+            extra = {"function_call": True} if key == "function_call" else None
+            block = self._open(state, "tool_call", frame, out, id=call_id, name=name, extra=extra)
             state.calls[key if key is not None else ("block", block)] = (block, call_id)
             state.open_calls.append(block)
             state.last_call = block
