@@ -318,8 +318,8 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
 
 def _gemini(message: Message) -> dict[str, Any]:
     # Gemini Content {role: "model", parts}: text parts, thought parts {text, thought: true},
-    # functionCall parts {functionCall: {name, args, id?}}; every thoughtSignature goes back on
-    # the part it came with.
+    # functionCall parts {functionCall: {name, args, id?}}, code execution parts as received;
+    # every thoughtSignature goes back on the part it came with.
     # https://ai.google.dev/api/caching#Content  https://ai.google.dev/api/caching#Part
     # https://ai.google.dev/gemini-api/docs/thought-signatures
     parts: list[dict[str, Any]] = []
@@ -340,6 +340,11 @@ def _gemini(message: Message) -> dict[str, Any]:
                 function_call["id"] = call.id
             part = {"functionCall": function_call}
             signature = signature or call.extra.get("thoughtSignature")
+        elif kind == "server_tool" and isinstance(block.data, dict):
+            # executableCode / codeExecutionResult: the part as received (its own
+            # thoughtSignature included), in its place in the turn.
+            parts.append(block.data)
+            continue
         else:
             continue
         if signature is not None:

@@ -570,6 +570,21 @@ def test_server_tool_and_media_parts() -> None:
     assert result.unknown == ["part.futurePart"]
 
 
+def test_code_execution_parts_go_back_in_the_turn() -> None:
+    # The model's executableCode and codeExecutionResult parts belong to its turn: the next
+    # request sends them back where they were, as received (Content.parts).
+    code = {"executableCode": {"language": "PYTHON", "code": "print(1)"}}
+    outcome = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}}
+    stream = gsse(
+        chunk({"text": "Running."}, code, outcome, {"text": "It printed 1."}, finish="STOP")
+    )
+    message = sf.fold([stream], provider="gemini", strict=True)
+    assert message.to_request() == {
+        "role": "model",
+        "parts": [{"text": "Running."}, code, outcome, {"text": "It printed 1."}],
+    }
+
+
 @pytest.mark.parametrize("raw", [*FINISH_REASONS, "SOMETHING_NEW"])
 def test_finish_reason_table(raw: str) -> None:
     end = run(gsse(chunk({"text": "x"}, finish=raw)), "gemini").of(MessageEnd)[0]
