@@ -12,6 +12,7 @@ choices are compared per choice.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from pathlib import Path
@@ -318,3 +319,58 @@ def test_citation_offsets_as_documented() -> None:
         assert c.start is not None
         assert c.end is not None
         assert 0 <= c.start <= c.end <= len(block.text)
+
+
+def folded_from_events(
+    chunks: list[bytes], provider: str
+) -> tuple[Message, type[BaseException] | None]:
+    """The message a ``Folder`` makes of ``sf.events``: what a caller folding the events
+    itself gets (with the error's ``.partial`` when the stream failed)."""
+    folder = sf.Folder(provider)
+    try:
+        for event in sf.events(chunks, provider=provider):
+            folder.add(event)
+        return folder.result(), None
+    except sf.StreamfoldError as exc:
+        if getattr(exc, "partial", None) is None:
+            folder.annotate_error(exc)
+        partial = getattr(exc, "partial", None)
+        assert isinstance(partial, Message)
+        return partial, type(exc)
+
+
+def comparable(message: Message) -> list[Message]:
+    """Every choice, without the notice ``auto`` adds when it detects the provider."""
+    out = []
+    for choice in message.choices or [message]:
+        notices = [n for n in choice.notices if n.kind != "provider_detected"]
+        out.append(dataclasses.replace(choice, notices=notices))
+    return out
+
+
+@requires_captures
+@pytest.mark.parametrize("path", CAPTURES, ids=capture_id)
+def test_fold_equals_folding_the_events_and_auto(path: Path) -> None:
+    provider = CAPTURE_PROVIDER[path.parent.name]
+    body = path.read_bytes()
+    rng = random.Random(path.name)
+    cuts = sorted(rng.sample(range(1, len(body)), min(len(body) - 1, 25)))
+    reads = [body[a:b] for a, b in itertools.pairwise([0, *cuts, len(body)])]
+    folded, error = fold_capture(path, [body])
+    want = comparable(folded)
+    for chunks in ([body], reads):
+        got, raised = folded_from_events(chunks, provider)
+        assert raised is (type(error) if error is not None else None)
+        assert comparable(got) == want
+        detected, auto_error = fold_capture_as(chunks, "auto")
+        assert type(auto_error) is type(error)
+        assert comparable(detected) == want
+
+
+def fold_capture_as(chunks: list[bytes], provider: str) -> tuple[Message, BaseException | None]:
+    try:
+        return sf.fold(chunks, provider=provider), None
+    except sf.StreamfoldError as exc:
+        partial = getattr(exc, "partial", None)
+        assert isinstance(partial, Message)
+        return partial, exc
