@@ -962,3 +962,25 @@ def test_server_tool_input_rejected_at_push(monkeypatch: pytest.MonkeyPatch) -> 
     assert server is not None
     assert server.arguments is None
     assert server.error
+
+
+def test_a_folder_driven_by_hand_over_auto_events_learns_the_detected_provider() -> None:
+    # `sf.Folder()` over `sf.events(chunks)` (provider "auto") is "the same fold driven by
+    # hand": the first event names the provider, so the message can be sent back without
+    # naming it again, and equals what `sf.fold` returns.
+    body = (
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    for folder in (sf.Folder(), sf.Folder("auto")):
+        for event in sf.events([body]):
+            folder.add(event)
+            assert folder.snapshot().provider in ("", "auto", "openai")
+        message = folder.result()
+        assert message.provider == "openai"
+        assert message == sf.fold([body])
+        assert message.to_request() == {"role": "assistant", "content": "Hi"}
+    # A provider the caller named stays.
+    named = feed([Notice(kind="provider_detected", data="openai"), MessageStart(), end()], "x")
+    assert named.result().provider == "x"

@@ -490,9 +490,11 @@ class Folder:
     """Fold events into messages: ``add(event)`` each event, then ``result()``.
 
     ``provider`` names the provider for messages and errors (``Message.provider``, the default
-    of ``Message.to_request``). With ``strict=True`` a broken rule of the event contract (a
-    delta for a block never started, a step ended that never started, a mismatch between
-    Onecortex ``done.result`` and the joined text) raises :class:`ProtocolError`; by default
+    of ``Message.to_request``); left empty (or ``"auto"``), it is the one a
+    ``Notice(kind="provider_detected")`` names (the first event of ``events(provider="auto")``).
+    With ``strict=True`` a broken rule of the event contract (a delta for a block never
+    started, a step ended that never started, a mismatch between Onecortex ``done.result``
+    and the joined text) raises :class:`ProtocolError`; by default
     it is recorded in ``Message.warnings``.
 
     Several choices (OpenAI ``n>1``) fold into one message each: :meth:`result` and
@@ -1159,6 +1161,10 @@ class Folder:
         elif kind == "ping":
             return
         else:
+            if kind == "provider_detected" and ev.data and self.provider in ("", "auto"):
+                # ``provider="auto"``: the fold is named after the provider the stream turned
+                # out to be (``Message.provider``, the default of ``to_request``).
+                self.provider = str(ev.data)
             self._notices.append(ev)
             if kind == "search_queries" and isinstance(ev.data, list):
                 self._add_queries(ev.data)
