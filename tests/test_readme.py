@@ -3,6 +3,7 @@ run."""
 
 from __future__ import annotations
 
+import builtins
 import copy
 import re
 from pathlib import Path
@@ -41,3 +42,18 @@ def test_json_accumulation_snippet() -> None:
     assert previews[1] == {"path": "a.txt", "lines": [1]}
     assert acc.is_complete
     assert acc.value() == {"path": "a.txt", "lines": [1, 2]}
+
+
+def test_every_error_class_the_docs_name_is_public() -> None:
+    # `except sf.ConnectionLostError:` must work for an error docs/http.md documents.
+    docs = [README, *sorted((README.parent / "docs").glob("*.md"))]
+    named = {n for doc in docs for n in re.findall(r"`(\w+Error)\b", doc.read_text("utf-8"))}
+    ours = sorted(n for n in named if not hasattr(builtins, n))
+    assert "ConnectionLostError" in ours
+    assert [n for n in ours if not hasattr(sf, n)] == []
+    assert set(sf.__all__) >= set(ours)
+    for name in ours:
+        cls = getattr(sf, name)
+        assert issubclass(cls, sf.StreamfoldError) or name == "IdleTimeoutError", name
+        assert cls.__module__.split(".")[0] == "streamfold"
+    assert issubclass(sf.ConnectionLostError, sf.IncompleteStreamError)

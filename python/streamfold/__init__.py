@@ -15,6 +15,7 @@ from ._core import JsonAccumulator, JsonChange, JsonLinesDecoder, ServerSentEven
 from ._core import __version__ as __version__
 from .api import aevents, events
 from .errors import (
+    ConnectionLostError,
     IncompleteJsonError,
     IncompleteStreamError,
     InvalidJsonError,
@@ -67,6 +68,7 @@ __all__ = [
     "BlockStart",
     "Citation",
     "CitationAdded",
+    "ConnectionLostError",
     "Cursor",
     "Event",
     "EventStream",

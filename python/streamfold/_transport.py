@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import IncompleteStreamError, StreamfoldError
+from .errors import ConnectionLostError, StreamfoldError
 
 __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 
@@ -20,11 +20,6 @@ _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("trio", ("BrokenResourceError",)),
     ("anyio", ("BrokenResourceError", "EndOfStream")),
 )
-
-
-class ConnectionLostError(IncompleteStreamError):
-    """The connection failed while the body was being read (its ``__cause__`` is the client's
-    own exception). A subclass of ``IncompleteStreamError``: the answer is cut short."""
 
 
 def is_transport_error(exc: BaseException) -> bool:

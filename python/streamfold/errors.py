@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ConnectionLostError",
     "IncompleteJsonError",
     "IncompleteStreamError",
     "InvalidJsonError",
@@ -75,6 +76,11 @@ class IncompleteStreamError(StreamfoldError):
         self.provider = provider
         self.partial = partial
         self.position = position
+
+
+class ConnectionLostError(IncompleteStreamError):
+    """The connection failed while the body was being read (its ``__cause__`` is the client's
+    own exception). A subclass of ``IncompleteStreamError``: the answer is cut short."""
 
 
 class StreamError(StreamfoldError):
