@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import pickle
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -1129,6 +1130,44 @@ def test_a_json_line_that_does_not_parse_names_the_provider() -> None:
         sf.fold([body], provider="cohere-v1")
     assert str(info.value).startswith("cohere-v1: line 2 is not JSON")
     assert info.value.provider == "cohere-v1"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.raises is sf.StreamError))
+def test_a_stream_error_says_which_provider_what_and_where(name: str) -> None:
+    # A logged `str(err)` must say more than the provider's bare message ("Overloaded"):
+    # which provider, its code, the event and the frame, as a ProtocolError does. The
+    # provider's own text stays in `.message`.
+    c = CASES[name]
+    errors: list[sf.StreamError] = []
+    for run in (
+        lambda: sf.fold([c.body], provider=c.provider),
+        lambda: list(sf.events([c.body], provider=c.provider)),
+        lambda: sf.fold([c.body]),
+    ):
+        with pytest.raises(sf.StreamError) as info:
+            run()
+        errors.append(info.value)
+    for e in errors:
+        text = str(e)
+        assert e.provider is not None and text.startswith(f"{e.provider}: "), text
+        assert e.message in text and e.message != text
+        if e.code is not None:
+            assert str(e.code) in text
+        assert text.endswith(f"frame {e.position})"), text
+        assert e.event is not None and f"event {e.event!r}" in text
+        copied = pickle.loads(pickle.dumps(e))
+        assert (str(copied), repr(copied), copied.message) == (text, repr(e), e.message)
+        assert copied.event == e.event
+
+
+def test_a_stream_error_names_the_event_it_came_in() -> None:
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([CASES["anthropic_error_event"].body], provider="anthropic")
+    assert info.value.event == "error"
+    assert str(info.value) == (
+        "anthropic: the provider reported an error overloaded_error inside the stream: "
+        "Overloaded (event 'error', frame 8)"
+    )
 
 
 def test_strict_fold_raises_on_the_onecortex_mismatch() -> None:

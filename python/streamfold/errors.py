@@ -103,9 +103,16 @@ class StreamError(StreamfoldError):
         position: int | None = None,
         raw_finish_reason: str | None = None,
         retry_after: float | None = None,
+        event: str | None = None,
     ) -> None:
-        super().__init__(message)
+        if event is None:
+            event = _event_of(raw)
+        super().__init__(_described(message, provider, code, event, position))
+        #: The provider's own error message (``str(err)`` adds the provider, the code, the
+        #: event and the frame).
         self.message = message
+        #: The type of the event the error came in (SSE ``event``, Cohere v1 ``event_type``).
+        self.event = event
         self.code = code
         self.provider = provider
         self.raw = raw
@@ -118,6 +125,35 @@ class StreamError(StreamfoldError):
         self.raw_finish_reason = raw_finish_reason
         #: For an HTTP error status: the server's ``Retry-After``, in seconds.
         self.retry_after = retry_after
+
+
+def _event_of(raw: Any) -> str | None:
+    """The type of the frame ``raw``: an SSE event's name, a JSON line's ``event_type``."""
+    event = raw.get("event_type") if isinstance(raw, dict) else getattr(raw, "event", None)
+    return event if isinstance(event, str) else None
+
+
+def _described(
+    message: str,
+    provider: str | None,
+    code: str | int | None,
+    event: str | None,
+    position: int | None,
+) -> str:
+    """What ``str()`` of a provider's in-stream error says: which provider, its code, and
+    where (as a ``ProtocolError`` does). A message that already names its provider (an HTTP
+    error status) is kept as it is."""
+    if provider is None or message.startswith(f"{provider}: "):
+        return message
+    code_text = f" {code}" if code not in (None, "") else ""
+    where = [f"event {event!r}"] if event is not None else []
+    if position is not None:
+        where.append(f"frame {position}")
+    suffix = f" ({', '.join(where)})" if where else ""
+    return (
+        f"{provider}: the provider reported an error{code_text} inside the stream: "
+        f"{message}{suffix}"
+    )
 
 
 class _JsonError(StreamfoldError, ValueError):
