@@ -183,3 +183,20 @@ async def test_aiter_sse_interleaves_with_other_tasks() -> None:
         tg.start_soon(consume, "a")
         tg.start_soon(consume, "b")
     assert results == {name: [f"{name}{i}" for i in range(20)] for name in "ab"}
+
+
+@pytest.mark.parametrize("provider", ["auto", "openai", "cohere-v1"])
+@pytest.mark.parametrize(
+    "chunks",
+    [list(b"data: x\n\n"), [b"\n", 5], [None]],
+    ids=["iterated-bytes", "int-later", "none"],
+)
+def test_events_and_fold_say_which_chunk_is_not_bytes(provider: str, chunks: Any) -> None:
+    # `sf.fold(iter(body))` iterates ints: the error says what arrived and what to pass,
+    # not "'int' object is not subscriptable" from deep inside.
+    for run in (
+        lambda: sf.fold(chunks, provider=provider),
+        lambda: list(sf.events(chunks, provider=provider)),
+    ):
+        with pytest.raises(TypeError, match=r"chunks must be bytes.*got (int|NoneType)"):
+            run()

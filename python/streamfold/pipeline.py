@@ -23,6 +23,20 @@ __all__ = ["Pipeline"]
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
+def _not_bytes(chunk: object) -> str:
+    if isinstance(chunk, str):
+        return "expected bytes, got str: pass the raw response bytes (httpx: iter_bytes())"
+    hint = (
+        " (iterating over a bytes object gives ints: wrap a whole body as [body])"
+        if isinstance(chunk, int)
+        else ""
+    )
+    return (
+        f"chunks must be bytes, bytearray or memoryview, got {type(chunk).__name__}{hint}: "
+        "pass an iterable of the raw response bytes (httpx: iter_bytes())"
+    )
+
+
 class Pipeline:
     """Feed bytes, get events. Synchronous and I/O-free."""
 
@@ -98,10 +112,8 @@ class Pipeline:
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[Event]:
         """Decode one chunk; returns its events. Check ``pending`` afterwards."""
-        if isinstance(chunk, str):
-            raise TypeError(
-                "expected bytes, got str: pass the raw response bytes (httpx: iter_bytes())"
-            )
+        if chunk.__class__ is not bytes and not isinstance(chunk, (bytearray, memoryview)):
+            raise TypeError(_not_bytes(chunk))
         seen = self.bytes_seen
         if not seen:
             self._head = bytes(chunk[:64])
