@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -539,3 +540,13 @@ def test_demo_runs_every_example_and_ends_with_the_summary() -> None:
         assert ex.provider in line
     assert "Every example behaved as expected" in result.stdout
     assert "\x1b[" not in result.stdout
+
+
+def test_the_readme_lists_every_exit_code_the_command_uses() -> None:
+    from streamfold import cli
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    sentence = " ".join(readme.split("Exit\ncodes:", 1)[1].split(".", 1)[0].split())
+    documented = {int(n) for n in re.findall(r"\b(\d+) [a-z]", sentence)}
+    used = {int(n) for n in re.findall(r"^  (\d+) ", cli._EXIT_CODES, re.MULTILINE)}
+    assert documented == used
