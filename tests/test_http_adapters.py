@@ -566,6 +566,13 @@ def test_stream_rejects_an_unknown_provider() -> None:
         sf.stream("GET", "http://127.0.0.1:9/", provider="nope")
 
 
+def test_stream_without_httpx_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx", None)  # `import httpx` fails as if not installed
+    for make in (sf.stream, sf.astream):
+        with pytest.raises(ModuleNotFoundError, match=r"pip install streamfold\[httpx\]"):
+            make("GET", "http://127.0.0.1:9/", provider="openai")
+
+
 # -- the wrong response for the API --------------------------------------------------------------
 
 

@@ -551,6 +551,15 @@ class _StreamBase:
     ) -> None:
         from .providers import PROVIDER_NAMES
 
+        try:
+            import httpx  # noqa: F401  (each request is made with it)
+        except ImportError as exc:
+            raise ModuleNotFoundError(
+                "sf.stream() and sf.astream() make the request with httpx, which is not "
+                "installed: pip install streamfold[httpx] (or hand sf.events / sf.fold the "
+                "response of your own client)",
+                name="httpx",
+            ) from exc
         if provider not in PROVIDER_NAMES:
             raise ValueError(
                 f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDER_NAMES)}"
