@@ -466,3 +466,12 @@ def test_gemini_signature_on_an_empty_part_is_kept() -> None:
 def test_agent_platforms_plain_turn(provider: str) -> None:
     assert CALLS.to_request(provider) == {"role": "assistant", "content": ""}
     assert TEXT.to_request(provider) == {"role": "assistant", "content": "Hello there."}
+
+
+def test_a_message_that_does_not_name_its_provider_says_what_to_pass() -> None:
+    # A Folder made without a provider folds messages with provider "": to_request() says
+    # to name it rather than "no request shape for provider ''".
+    message = sf.Message(text="x")
+    with pytest.raises(ValueError, match=r"does not name its provider.*to_request\('openai'\)"):
+        message.to_request()
+    assert message.to_request("openai") == {"role": "assistant", "content": "x"}

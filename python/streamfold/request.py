@@ -24,6 +24,12 @@ def to_request(message: Message, provider: str) -> Any:
         build = _BUILDERS[provider]
     except KeyError:
         names = ", ".join(sorted(_BUILDERS))
+        if not provider:
+            raise ValueError(
+                "no request shape: this message does not name its provider (folded by a "
+                "Folder made without one); pass it, e.g. message.to_request('openai'), one of: "
+                f"{names}"
+            ) from None
         raise ValueError(
             f"no request shape for provider {provider!r}; pass one of: {names}"
         ) from None
