@@ -6,6 +6,7 @@ when a token ends inside an emoji) and nesting deeper than 200 fall back to ``js
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -106,3 +107,32 @@ def test_json_agrees_with_json_loads(data: str) -> None:
             frame.json()
         return
     assert frame.json() == want
+
+
+@pytest.mark.parametrize(
+    ("data", "pos"),
+    [("", 0), ("{oops", 1), ("[DONE]", 1), ('{"é": 1,\n "a": ]', 15)],
+)
+def test_not_json_is_also_the_json_decode_error_httpx_sse_raises(data: str, pos: int) -> None:
+    # Code written for httpx-sse catches `json.JSONDecodeError` around `sse.json()`; it moves
+    # over unchanged: the ProtocolError is also that error, placed as json.loads places it.
+    body = "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+    (decoded,) = SSEDecoder().feed(body.encode())
+    for ev in (decoded, ServerSentEvent(event="delta", data=data)):
+        with pytest.raises(json.JSONDecodeError) as info:
+            ev.json()
+        error = info.value
+        assert isinstance(error, ProtocolError) and error.event == ev.event
+        assert (error.doc, error.pos) == (data, pos)
+        with pytest.raises(json.JSONDecodeError) as want:
+            json.loads(data)
+        assert (error.lineno, error.colno) == (want.value.lineno, want.value.colno)
+        assert str(error).startswith(f"data of event {ev.event!r}".replace("'", '"'))
+        copied = pickle.loads(pickle.dumps(error))
+        assert type(copied) is type(error)
+        assert (str(copied), copied.doc, copied.pos, copied.event) == (
+            str(error),
+            data,
+            pos,
+            ev.event,
+        )

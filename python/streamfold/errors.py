@@ -5,12 +5,14 @@ Messages say where: the provider, the event and its position in the stream.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = [
     "ConnectionLostError",
     "IncompleteJsonError",
     "IncompleteStreamError",
+    "InvalidEventJsonError",
     "InvalidJsonError",
     "ProtocolError",
     "StreamError",
@@ -54,6 +56,28 @@ class ProtocolError(StreamfoldError, ValueError):
         self.events: list[Any] = list(events) if events is not None else []
         self.raw = raw
         self.partial = partial
+
+
+class InvalidEventJsonError(json.JSONDecodeError, ProtocolError):
+    """``ServerSentEvent.json()`` on data that is not JSON: a :class:`ProtocolError`, and also
+    the ``json.JSONDecodeError`` that httpx-sse's ``json()`` raises, so code written to catch
+    that moves over unchanged. ``doc`` is the data; ``pos`` (characters), ``lineno`` and
+    ``colno`` place the error as ``json.loads`` does; ``byte`` is its UTF-8 offset."""
+
+    def __init__(self, message: str, *, doc: str = "", byte: int = 0, **kwargs: Any) -> None:
+        ProtocolError.__init__(self, message, **kwargs)
+        # ``json.JSONDecodeError``'s own attributes (its ``__init__`` would replace the message).
+        pos = len(doc.encode("utf-8", "surrogatepass")[:byte].decode("utf-8", "ignore"))
+        self.msg = message
+        self.doc = doc
+        self.pos = pos
+        self.byte = byte
+        self.lineno = doc.count("\n", 0, pos) + 1
+        self.colno = pos - doc.rfind("\n", 0, pos)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # ``json.JSONDecodeError.__reduce__`` would call ``cls(msg, doc, pos)``.
+        return (self.__class__, (self.message,), self.__dict__)
 
 
 class IncompleteStreamError(StreamfoldError):

@@ -228,7 +228,8 @@ impl ServerSentEvent {
 }
 
 impl ServerSentEvent {
-    /// The `ProtocolError` of a payload that is not JSON, placed by jiter's error.
+    /// The `ProtocolError` of a payload that is not JSON, placed by jiter's error: an
+    /// `InvalidEventJsonError`, also the `json.JSONDecodeError` httpx-sse's `json()` raises.
     #[cold]
     fn not_json(&self, py: Python<'_>, e: &jiter::JsonError) -> PyErr {
         let msg = format!(
@@ -237,11 +238,19 @@ impl ServerSentEvent {
             e.error_type,
             e.index
         );
+        let byte = match e.index.into_bound_py_any(py) {
+            Ok(byte) => byte,
+            Err(err) => return err,
+        };
         make_error(
             py,
-            "ProtocolError",
+            "InvalidEventJsonError",
             &msg,
-            &[("event", self.event.bind(py).clone().into_any())],
+            &[
+                ("event", self.event.bind(py).clone().into_any()),
+                ("doc", self.data(py).into_any()),
+                ("byte", byte),
+            ],
         )
     }
 
