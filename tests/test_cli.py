@@ -550,3 +550,14 @@ def test_the_readme_lists_every_exit_code_the_command_uses() -> None:
     documented = {int(n) for n in re.findall(r"\b(\d+) [a-z]", sentence)}
     used = {int(n) for n in re.findall(r"^  (\d+) ", cli._EXIT_CODES, re.MULTILINE)}
     assert documented == used
+
+
+def test_a_whole_stream_of_another_provider_is_not_called_a_cut_connection() -> None:
+    # Read as openai, an Anthropic stream has a usage openai can read but no terminal event:
+    # the wrong --provider, not a dropped connection.
+    result = streamfold("inspect", example("anthropic_thinking.sse"), "--provider", "openai")
+    assert result.returncode == 2
+    assert "--provider openai does not match this stream" in result.stderr
+    assert "try --provider anthropic" in result.stderr
+    assert "connection was cut" not in result.stderr
+    assert "its first frames read as" not in result.stderr  # the library's own advice, once

@@ -1170,6 +1170,62 @@ def test_a_stream_error_names_the_event_it_came_in() -> None:
     )
 
 
+#: Whole streams of each format, and the name auto-detection gives them.
+WHOLE = {
+    "openai_text": "openai",
+    "anthropic_tool_use": "anthropic",
+    "gemini_tool_call_stop": "gemini",
+    "cohere_v2_tools": "cohere-v2",
+    "responses_completed_with_call": "openai-responses",
+    "onecortex_done": "onecortex",
+    "clouisle_run": "clouisle",
+}
+#: Names that read the same format (Mistral is OpenAI's with extras).
+SAME_FORMAT = {"openai": {"openai", "openai-chat", "mistral"}}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE))
+def test_a_stream_read_as_another_provider_says_which_it_reads_as(name: str) -> None:
+    # A whole stream given the wrong `provider=` must not read as a stream cut short (a
+    # caller would retry, or blame the network): the error names the format its frames
+    # have, as `streamfold inspect` does.
+    body, actual = CASES[name].body, WHOLE[name]
+    for wrong in ("openai", "anthropic", "gemini", "cohere-v2", "onecortex", "clouisle"):
+        if wrong in SAME_FORMAT.get(actual, {actual}):
+            continue
+        with pytest.raises(sf.StreamfoldError) as folded:
+            sf.fold([body], provider=wrong)
+        with pytest.raises(sf.StreamfoldError) as listed:
+            list(sf.events([body], provider=wrong))
+        for info in (folded, listed):
+            text = str(info.value)
+            assert f"read as provider={actual!r}" in text, (wrong, text)
+            assert f"provider={wrong!r}" in text and f"provider={actual!r}" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "provider"),
+    [
+        ("openai_cut", "openai"),
+        ("openai_cut", "openai-chat"),
+        ("openai_cut", "mistral"),
+        ("openai_tool_cut", "openai"),
+        ("anthropic_cut", "anthropic"),
+        ("gemini_cut", "gemini"),
+        ("cohere_v2_cut_before_message_end", "cohere-v2"),
+        ("cohere_v1_cut", "cohere-v1"),
+        ("clouisle_run_not_ended", "clouisle"),
+        ("openai_cut", "auto"),
+    ],
+)
+def test_a_stream_cut_short_with_the_right_provider_has_no_such_hint(
+    name: str, provider: str
+) -> None:
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([CASES[name].body], provider=provider)
+    assert "read as provider" not in str(info.value)
+
+
 def test_strict_fold_raises_on_the_onecortex_mismatch() -> None:
     with pytest.raises(sf.ProtocolError) as info:
         sf.fold([CASES["onecortex_result_mismatch"].body], provider="onecortex", strict=True)

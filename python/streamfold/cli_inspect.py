@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from .events import (
 )
 from .folder import Folder
 from .message import Message
-from .pipeline import Pipeline
+from .pipeline import MISREAD_HINT, Pipeline
 from .timing import Arrival, Recording, TimingReport, analyze
 
 __all__ = [
@@ -379,8 +380,12 @@ def _produced(message: Message | None) -> str:
     return ", ".join(parts) if parts else "no content"
 
 
+#: The library's advice on a misread stream: the command gives its own (``--provider``).
+_MISREAD = re.compile(re.escape(MISREAD_HINT) + r".*? reads it\)")
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(_MISREAD.sub("", text).split())
 
 
 def _add_timing(inspection: Inspection, recording: Recording, run: _Run) -> None:
@@ -449,6 +454,8 @@ def _looks_like_wrong_provider(inspection: Inspection, run: _Run) -> bool:
         return False
     if inspection.outcome is Outcome.BAD_INPUT:
         return True
+    if inspection.error is not None and MISREAD_HINT in str(inspection.error):
+        return True  # the fold found the stream is another provider's
     if inspection.frames_seen == 0:
         return False
     # A stream cut right after its start also has nothing recognised; unknown events do not.
@@ -476,6 +483,10 @@ def _wrong_provider(inspection: Inspection, recording: Recording, *, strict: boo
             f"try --provider {detected.provider} (or --provider auto)"
         )
     why = inspection.explanation or "nothing in it was recognised"
+    if inspection.outcome is Outcome.INCOMPLETE:
+        # Not a cut connection: the stream is another provider's, so none of its frames
+        # could be this provider's terminal event.
+        why = f"no {forced} terminal event in its {inspection.frames_seen} frames"
     if why.startswith(f"not a {forced} stream: "):
         why = why[len(f"not a {forced} stream: ") :]
     inspection.outcome = Outcome.BAD_INPUT

@@ -16,11 +16,17 @@ from ._core import JsonLinesDecoder, SSEDecoder
 from ._transport import ConnectionLostError, as_connection_lost
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
 from .events import Event, Notice
-from .providers import Provider, get_provider
+from .providers import Provider, get_provider, provider_class
 
 __all__ = ["Pipeline"]
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+#: How much of the input is kept to tell, when a named provider fails on it, which provider's
+#: format it is (``Pipeline.misread_hint``).
+_PREFIX_BYTES = 4096
+#: How ``Pipeline.misread_hint`` begins (the command line gives its own advice instead).
+MISREAD_HINT = " (its first frames read as provider="
 
 
 def _not_bytes(chunk: object) -> str:
@@ -45,6 +51,7 @@ class Pipeline:
         "_decoder",
         "_head",
         "_max_event_bytes",
+        "_prefix",
         "_sniff",
         "bytes_seen",
         "closed",
@@ -86,6 +93,8 @@ class Pipeline:
         self._cut_line = False
         #: The first bytes of the input, to tell a stream cut short from no stream at all.
         self._head = b""
+        #: The first ``_PREFIX_BYTES`` of the input, in the pieces read (``misread_hint``).
+        self._prefix: list[bytes] = []
         #: Frames for which this returns False are skipped before the provider sees them
         #: (resumable streams drop the events a server replays after a reconnection).
         self.frame_filter = frame_filter
@@ -115,8 +124,10 @@ class Pipeline:
         if chunk.__class__ is not bytes and not isinstance(chunk, (bytearray, memoryview)):
             raise TypeError(_not_bytes(chunk))
         seen = self.bytes_seen
-        if not seen:
-            self._head = bytes(chunk[:64])
+        if seen < _PREFIX_BYTES:
+            if not seen:
+                self._head = bytes(chunk[:64])
+            self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
         out: list[Event] = []
         if self._decoder is None:
@@ -256,6 +267,8 @@ class Pipeline:
                 for provider.position, frame in enumerate(frames, first):
                     handle(frame, out)
         except StreamfoldError as exc:
+            if isinstance(exc, ProtocolError):
+                self._add_misread_hint(exc)
             self.pending = exc
         self.frames_seen += len(frames)
 
@@ -268,7 +281,37 @@ class Pipeline:
         if not exc.message.startswith(f"{name}: "):
             exc.message = f"{name}: {exc.message} (frame {self.frames_seen})"
             exc.args = (exc.message, *exc.args[1:])
+        self._add_misread_hint(exc)
         return exc
+
+    def misread_hint(self) -> str:
+        """For a provider the caller named, when the stream failed: ``" (its first frames read
+        as provider='gemini': ...)"`` when auto-detection reads the first bytes as another
+        provider's format, else ``""``. A stream given the wrong ``provider=`` would otherwise
+        read as one cut short, or as broken bytes."""
+        provider = self.provider
+        if provider.name == "auto" or not self._prefix:
+            return ""
+        probe = Pipeline("auto", max_event_bytes=self._max_event_bytes)
+        with contextlib.suppress(StreamfoldError):
+            probe.feed(b"".join(self._prefix))
+            probe.close()
+        detected = probe.provider_name
+        if detected == "auto":
+            return ""
+        found, named = provider_class(detected), type(provider)
+        if issubclass(found, named) or issubclass(named, found):  # Mistral reads as OpenAI
+            return ""
+        return (
+            f"{MISREAD_HINT}{detected!r}: is provider={provider.name!r} right? "
+            f"provider={detected!r} or 'auto' reads it)"
+        )
+
+    def _add_misread_hint(self, exc: ProtocolError) -> None:
+        hint = self.misread_hint()
+        if hint:
+            exc.message += hint
+            exc.args = (exc.message, *exc.args[1:])
 
     def raise_pending(self) -> None:
         if self.pending is not None:
@@ -309,7 +352,7 @@ class Pipeline:
         name = self.provider_name
         message = (
             f"{name}: the stream ended after {self.bytes_seen} bytes without the provider's "
-            "terminal event; the answer may be cut short"
+            f"terminal event; the answer may be cut short{self.misread_hint()}"
         )
         if self.dropped_partial:
             dropped = (
