@@ -200,3 +200,26 @@ def test_events_and_fold_say_which_chunk_is_not_bytes(provider: str, chunks: Any
     ):
         with pytest.raises(TypeError, match=r"chunks must be bytes.*got (int|NoneType)"):
             run()
+
+
+class _Response:
+    """Stands for an HTTP response object: not itself an iterable of bytes."""
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        yield b"data: x\n\n"
+
+
+@pytest.mark.parametrize("iterate", [sf.iter_sse, sf.iter_json_lines])
+def test_framing_iterators_say_what_to_pass_for_a_body_or_a_response(iterate: Any) -> None:
+    with pytest.raises(TypeError, match=r"got bytes: wrap a whole body as \[body\]"):
+        list(iterate(b"data: x\n\n"))
+    with pytest.raises(TypeError, match=r"got .*_Response.*iter_bytes\(\)"):
+        list(iterate(_Response()))
+
+
+@pytest.mark.anyio
+async def test_async_framing_iterators_say_what_to_pass() -> None:
+    for iterate in (sf.aiter_sse, sf.aiter_json_lines):
+        with pytest.raises(TypeError, match=r"got .*_Response.*aiter_bytes\(\)"):
+            async for _ in iterate(_Response()):  # type: ignore[arg-type]
+                pass

@@ -23,11 +23,25 @@ _A = TypeVar("_A")
 _T = TypeVar("_T")
 
 
-def _refuse_str(chunks: object) -> None:
+def _refuse_str(chunks: object, *, asynchronous: bool = False) -> None:
+    """Refuse what is not an iterable of bytes chunks, saying what to pass instead."""
     if isinstance(chunks, str):
         raise TypeError(
             "expected an iterable of bytes, got str: pass the raw response bytes "
             "(httpx: response.iter_bytes())"
+        )
+    if isinstance(chunks, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"expected an iterable of bytes chunks, got {type(chunks).__name__}: "
+            "wrap a whole body as [body]"
+        )
+    protocol = "__aiter__" if asynchronous else "__iter__"
+    if not hasattr(chunks, protocol):
+        method = "aiter_bytes()" if asynchronous else "iter_bytes()"
+        raise TypeError(
+            f"expected {'an async' if asynchronous else 'an'} iterable of bytes chunks, got "
+            f"{type(chunks).__module__}.{type(chunks).__qualname__}: pass the response's "
+            f"bytes (httpx: response.{method}); sf.events and sf.fold also take the response"
         )
 
 
@@ -60,7 +74,7 @@ async def aiter_sse(
     chunks: AsyncIterable[_Chunk], *, max_event_bytes: int = 16 * 1024 * 1024
 ) -> AsyncIterator[ServerSentEvent]:
     """Async twin of :func:`iter_sse`, for any async iterable of bytes (asyncio or trio)."""
-    _refuse_str(chunks)
+    _refuse_str(chunks, asynchronous=True)
     decoder = SSEDecoder(max_event_bytes=max_event_bytes)
     async for chunk in chunks:
         events, error = _frames(decoder.feed, chunk)
@@ -96,7 +110,7 @@ async def aiter_json_lines(
     chunks: AsyncIterable[_Chunk], *, max_line_bytes: int = 16 * 1024 * 1024
 ) -> AsyncIterator[Any]:
     """Async twin of :func:`iter_json_lines`."""
-    _refuse_str(chunks)
+    _refuse_str(chunks, asynchronous=True)
     decoder = JsonLinesDecoder(max_line_bytes=max_line_bytes)
     async for chunk in chunks:
         values, error = _frames(decoder.feed, chunk)
