@@ -1203,6 +1203,19 @@ def test_a_stream_read_as_another_provider_says_which_it_reads_as(name: str) -> 
             assert f"provider={wrong!r}" in text and f"provider={actual!r}" in text
 
 
+def test_an_open_stream_its_provider_reads_keeps_no_copy_of_its_first_bytes() -> None:
+    # The first bytes are kept only to explain a misread stream; an open stream the provider
+    # reads must not carry them (streamfold's state per open stream stays small).
+    from streamfold.pipeline import Pipeline
+
+    pipeline = Pipeline("openai")
+    pipeline.feed(sse(*OPENAI_TEXT[:2]))
+    assert pipeline._prefix is None
+    misread = Pipeline("openai")
+    misread.feed(CASES["anthropic_tool_use"].body[:300])
+    assert misread._prefix
+
+
 @pytest.mark.parametrize(
     ("name", "provider"),
     [

@@ -15,7 +15,7 @@ from typing import Any
 from ._core import JsonLinesDecoder, SSEDecoder
 from ._transport import ConnectionLostError, as_connection_lost
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import Event, Notice
+from .events import BlockDelta, BlockStart, Event, MessageEnd, Notice
 from .providers import Provider, get_provider, provider_class
 
 __all__ = ["Pipeline"]
@@ -25,6 +25,8 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: How much of the input is kept to tell, when a named provider fails on it, which provider's
 #: format it is (``Pipeline.misread_hint``).
 _PREFIX_BYTES = 4096
+#: Events a provider makes only from a stream in its own format: content, or its end.
+_READ = frozenset({BlockStart, BlockDelta, MessageEnd})
 #: How ``Pipeline.misread_hint`` begins (the command line gives its own advice instead).
 MISREAD_HINT = " (its first frames read as provider="
 
@@ -93,8 +95,10 @@ class Pipeline:
         self._cut_line = False
         #: The first bytes of the input, to tell a stream cut short from no stream at all.
         self._head = b""
-        #: The first ``_PREFIX_BYTES`` of the input, in the pieces read (``misread_hint``).
-        self._prefix: list[bytes] = []
+        #: The first ``_PREFIX_BYTES`` of the input, in the pieces read (``misread_hint``);
+        #: ``None`` once the provider has read content or a terminal event from the stream,
+        #: which a misread stream never gives, so an open stream keeps no copy of it.
+        self._prefix: list[bytes] | None = []
         #: Frames for which this returns False are skipped before the provider sees them
         #: (resumable streams drop the events a server replays after a reconnection).
         self.frame_filter = frame_filter
@@ -127,7 +131,8 @@ class Pipeline:
         if seen < _PREFIX_BYTES:
             if not seen:
                 self._head = bytes(chunk[:64])
-            self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
+            if self._prefix is not None:
+                self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
         out: list[Event] = []
         if self._decoder is None:
@@ -271,6 +276,10 @@ class Pipeline:
                 self._add_misread_hint(exc)
             self.pending = exc
         self.frames_seen += len(frames)
+        if self._prefix is not None and (
+            provider.text_direct is not None or any(e.__class__ in _READ for e in out)
+        ):
+            self._prefix = None  # the provider reads this stream: nothing to explain
 
     def _framing_error(self, exc: ProtocolError) -> ProtocolError:
         """The decoder's error (an event over the size limit, a JSON line that does not parse)
@@ -290,7 +299,7 @@ class Pipeline:
         provider's format, else ``""``. A stream given the wrong ``provider=`` would otherwise
         read as one cut short, or as broken bytes."""
         provider = self.provider
-        if provider.name == "auto" or not self._prefix:
+        if provider.name == "auto" or not self._prefix:  # none kept, or the stream was read
             return ""
         probe = Pipeline("auto", max_event_bytes=self._max_event_bytes)
         with contextlib.suppress(StreamfoldError):
