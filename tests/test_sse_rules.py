@@ -595,3 +595,14 @@ def test_events_do_not_see_a_bytearray_changed_after_feed() -> None:
         target[20:30] = b"y" * 10
         assert event.data == "x" * 100
         assert event.event == "a"
+
+
+def test_a_negative_size_limit_is_a_value_error_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"max_event_bytes must be 0 or more, got -1"):
+        SSEDecoder(max_event_bytes=-1)
+    with pytest.raises(ValueError, match=r"max_line_bytes must be 0 or more, got -5"):
+        sf.JsonLinesDecoder(max_line_bytes=-5)
+    with pytest.raises(ValueError, match=r"max_event_bytes must be 0 or more, got -1"):
+        sf.fold([b"data: {}\n\n"], provider="openai", max_event_bytes=-1)
+    assert SSEDecoder(max_event_bytes=7).max_event_bytes == 7
+    assert sf.JsonLinesDecoder().max_line_bytes == 16 * 2**20

@@ -666,6 +666,27 @@ const KEEP_STEPS: usize = 8;
 const STEP_BYTES_GUESS: usize = 128;
 const KEEP_ARENA: usize = 1024;
 
+/// A size limit given from Python: a negative one is a `ValueError` naming the option, not
+/// the `OverflowError` of a conversion to `usize`.
+fn size_limit(value: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
+    let limit: i64 = value.extract()?;
+    usize::try_from(limit).map_err(|_| {
+        if limit < 0 {
+            PyValueError::new_err(format!("{name} must be 0 or more, got {limit}"))
+        } else {
+            PyValueError::new_err(format!("{name} is too large: {limit}"))
+        }
+    })
+}
+
+fn event_limit(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    size_limit(value, "max_event_bytes")
+}
+
+fn line_limit(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    size_limit(value, "max_line_bytes")
+}
+
 #[pymethods]
 impl SSEDecoder {
     #[new]
@@ -673,7 +694,7 @@ impl SSEDecoder {
         signature = (*, max_event_bytes = sse::DEFAULT_MAX_EVENT_BYTES),
         text_signature = "(*, max_event_bytes=16777216)"
     )]
-    fn new(max_event_bytes: usize) -> Self {
+    fn new(#[pyo3(from_py_with = event_limit)] max_event_bytes: usize) -> Self {
         SSEDecoder {
             inner: Mutex::new(SseState {
                 decoder: sse::SseDecoder::new(max_event_bytes),
@@ -829,7 +850,7 @@ impl JsonLinesDecoder {
         signature = (*, max_line_bytes = jsonl::DEFAULT_MAX_LINE_BYTES),
         text_signature = "(*, max_line_bytes=16777216)"
     )]
-    fn new(max_line_bytes: usize) -> Self {
+    fn new(#[pyo3(from_py_with = line_limit)] max_line_bytes: usize) -> Self {
         JsonLinesDecoder {
             inner: Mutex::new(JsonLinesState {
                 decoder: jsonl::JsonLinesDecoder::new(max_line_bytes),
