@@ -97,15 +97,21 @@ fn closed(what: &str) -> PyErr {
 
 /// One server-sent event, with the attribute names of httpx-sse.
 ///
-/// The data is kept as the bytes received and becomes a `str` on first access: most events
-/// are only ever parsed as JSON, which `json()` does straight from those bytes. The bytes are
-/// a range of a buffer shared with other events: the `bytes` chunk that was fed, or one made
-/// per `feed` call (see `SSEDecoder::run`); an event of `LARGE_DATA` bytes or more that is not
-/// in the chunk has a buffer of its own, or is the list of chunks it was read in (see
-/// `sse::SseDecoder::hold_data`). Keeping an event keeps its buffers alive.
-///
-/// A free list: a framing loop makes and drops these by the thousand, and taking one back
-/// from the list skips the allocator and the zeroing of a fresh object.
+/// `event` (`"message"` when the stream named none), `data`, `id` (the last event id when
+/// the event was dispatched) and `retry` (`None` unless the event set one); `data_bytes` is
+/// the data as received and `json()` parses it. Events compare equal, hash, pickle and copy
+/// by those four fields. An event refers to the chunks it was read from rather than copying
+/// them: to keep a few events of a long stream, keep their `data` or `json()`.
+//
+// The data is kept as the bytes received and becomes a `str` on first access: most events
+// are only ever parsed as JSON, which `json()` does straight from those bytes. The bytes are
+// a range of a buffer shared with other events: the `bytes` chunk that was fed, or one made
+// per `feed` call (see `SSEDecoder::run`); an event of `LARGE_DATA` bytes or more that is not
+// in the chunk has a buffer of its own, or is the list of chunks it was read in (see
+// `sse::SseDecoder::hold_data`). Keeping an event keeps its buffers alive.
+//
+// A free list: a framing loop makes and drops these by the thousand, and taking one back
+// from the list skips the allocator and the zeroing of a fresh object.
 #[pyclass(frozen, freelist = 1024, module = "streamfold._core")]
 pub struct ServerSentEvent {
     /// The event type; `"message"` when the stream named none.
@@ -168,8 +174,10 @@ impl ServerSentEvent {
         PyBytes::new(py, &self.raw_bytes(py))
     }
 
-    /// The data parsed as JSON (raises `ProtocolError`, a `ValueError`, when it is not JSON).
-    /// Lone surrogate escapes are kept, as `json.loads` keeps them (see `loads_fallback`).
+    /// The data parsed as JSON, as `json.loads` parses it (lone surrogate escapes kept).
+    /// Data that is not JSON raises `InvalidEventJsonError`: a `ProtocolError` that is also
+    /// the `json.JSONDecodeError` httpx-sse raises.
+    // A text jiter refuses is tried again with `json.loads` (see `loads_fallback`).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let raw = self.raw_bytes(py);
         let text = decode_lossy(&raw);
