@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -649,6 +650,20 @@ def test_non_response_object_is_a_type_error() -> None:
 
     with pytest.raises(TypeError, match="expected an iterable of bytes"), httpx.Client() as http:
         sf.fold(http, provider="openai")
+
+
+def test_an_async_iterable_given_to_a_sync_api_names_the_async_twin() -> None:
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        yield b"data: {}\n\n"
+
+    for run in (
+        lambda source: sf.fold(source, provider="openai"),
+        lambda source: list(sf.events(source, provider="openai")),
+    ):
+        source = chunks()
+        with pytest.raises(TypeError, match=r"async_generator.*async twins \(aevents, afold"):
+            run(source)
+        anyio.run(source.aclose)
 
 
 # -- error bodies --------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import json
 import sys
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterable,
     AsyncIterator,
     Callable,
     Generator,
@@ -281,6 +282,12 @@ def _not_a_response(source: object, *, asynchronous: bool = False) -> TypeError:
             f"expected an async iterable of bytes chunks or an HTTP response, got {got}: the "
             "async functions (aevents, afold, astream) read with `async for`; pass this to "
             "their sync twins (events, fold, stream), or wrap it in an async generator"
+        )
+    if not asynchronous and isinstance(source, AsyncIterable):
+        return TypeError(
+            f"expected an iterable of bytes chunks or an HTTP response, got {got}: an async "
+            "iterable is read by the async twins (aevents, afold, astream) with `async for` "
+            "or `await`"
         )
     return TypeError(
         "expected an iterable of bytes chunks or an HTTP response (httpx.Response, "
