@@ -259,14 +259,16 @@ class Anthropic(Provider):
         payload = self.json_object(frame)
         if event == "message":
             event = payload.get("type")
+            if event.__class__ is not str:  # a list or an object cannot name an event
+                event = frame.event
         # The hot path: a text, thinking or input fragment for an open block.
         if event == "content_block_delta":
             delta: Any = payload.get("delta")
             delta_type: Any = delta.get("type") if delta.__class__ is dict else None
-            field = TEXT_DELTAS.get(delta_type)
+            field = TEXT_DELTAS.get(delta_type) if delta_type.__class__ is str else None
             if field is not None:
                 index: Any = payload.get("index")
-                kind = self._open.get(index)
+                kind = self._open.get(index) if index.__class__ is int else None
                 text = delta.get(field)
                 if kind is not None and text and text.__class__ is str and not self.terminal_seen:
                     out.append(text_delta(index, kind, text, 0, frame))
@@ -460,10 +462,18 @@ class Anthropic(Provider):
             )
             return
         out.append(BlockStart(index=index, kind=kind, raw=frame))
-        initial = block.get("text") if kind == "text" else block.get("thinking")
+        field = "text" if kind == "text" else "thinking"
+        initial = block.get(field)
+        signature = block.get("signature")
+        for name, value in ((field, initial), ("signature", signature)):
+            if value is not None and value.__class__ is not str:
+                raise self.protocol_error(
+                    f"content_block.{name} is {type(value).__name__}",
+                    event="content_block_start",
+                    raw=frame,
+                )
         if initial:
             out.append(text_delta(index, kind, initial, 0, frame))
-        signature = block.get("signature")
         if signature:
             out.append(SignatureDelta(index=index, signature=signature, raw=frame))
         for citation in block.get("citations") or ():

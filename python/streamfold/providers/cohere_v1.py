@@ -192,6 +192,8 @@ class CohereV1(Provider):
         results = p.get("search_results") or []
         queries = [r["search_query"] for r in results if r.get("search_query") is not None]
         documents = p.get("documents")
+        if documents is not None and documents.__class__ is not list:
+            raise TypeError(f"documents is {type(documents).__name__}, not a list")
         out.append(
             SourcesAdded(
                 sources=documents if documents is not None else [],
@@ -393,8 +395,11 @@ class CohereV1(Provider):
             self._citations(response["citations"], p, out)
         if not self._queries_seen and response.get("search_queries"):
             out.append(Notice(kind="search_queries", data=response["search_queries"], raw=p))
-        if not self._sources_seen and response.get("documents") is not None:
-            out.append(SourcesAdded(sources=response["documents"], raw=p))
+        documents = response.get("documents")
+        if not self._sources_seen and documents is not None:
+            if documents.__class__ is not list:
+                raise TypeError(f"response.documents is {type(documents).__name__}, not a list")
+            out.append(SourcesAdded(sources=documents, raw=p))
 
     def _debug(self, p: dict[str, Any], out: list[Event]) -> None:
         out.append(Notice(kind="debug", data=p.get("prompt"), raw=p))

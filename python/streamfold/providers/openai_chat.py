@@ -868,6 +868,9 @@ class Mistral(OpenAIChat):
             state.last_call = -1
             return
         # Not (yet) a whole JSON value: stream it; the fold judges the text at the end.
+        if arguments and arguments.__class__ is not str:
+            # A number or a boolean: its JSON text is the fragment, as OpenAI's reading does.
+            arguments = json.dumps(arguments, ensure_ascii=False)
         key = call.get("index")
         if key is not None and key in state.calls:
             key = None  # every entry with an id is a new call, whatever its index
