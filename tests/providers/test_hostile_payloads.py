@@ -69,6 +69,26 @@ CASES: list[tuple[str, bytes, str]] = [
         ),
         "content_block.signature",
     ),
+    # A Responses function call whose call_id is a list (the fold hashed it).
+    (
+        "openai-responses",
+        sse(
+            ev("response.created", response={"id": "resp_1", "status": "in_progress"}),
+            ev(
+                "response.output_item.added",
+                output_index=0,
+                item={"type": "function_call", "id": "fc_1", "call_id": [1], "name": "f"},
+            ),
+            ev(
+                "response.output_item.done",
+                output_index=0,
+                item={"type": "function_call", "id": "fc_1", "call_id": [1], "name": "f",
+                      "arguments": "{}"},
+            ),
+            ev("response.completed", response={"id": "resp_1", "status": "completed"}),
+        ),
+        "call_id",
+    ),
     # Cohere v1 documents that are not a list.
     (
         "cohere-v1",

@@ -499,9 +499,12 @@ class OpenAIResponses(Provider):
             extra: dict[str, Any] = {"item_id": item_id}
             if item_type == "custom_tool_call":
                 extra["custom"] = True
+            call_id = item.get("call_id")
+            if call_id is not None and call_id.__class__ is not str:
+                raise TypeError(f"item.call_id is {type(call_id).__name__}, not a string")
             state.kind = "tool_call"
             state.block = self._open_block(
-                "tool_call", frame, out, id=item.get("call_id"), name=item.get("name"), extra=extra
+                "tool_call", frame, out, id=call_id, name=item.get("name"), extra=extra
             )
             initial = item.get("arguments") or item.get("input")
             if initial and initial.__class__ is str:
