@@ -29,6 +29,8 @@ _PREFIX_BYTES = 4096
 _READ = frozenset({BlockStart, BlockDelta, MessageEnd})
 #: How ``Pipeline.misread_hint`` begins (the command line gives its own advice instead).
 MISREAD_HINT = " (its first frames read as provider="
+#: What ``auto`` skips to find the first byte that tells its framing: blanks and a BOM.
+_BLANKS = b" \t\r\n\xef\xbb\xbf"
 
 
 def _not_bytes(chunk: object) -> str:
@@ -80,7 +82,8 @@ class Pipeline:
         )
         self._max_event_bytes = max_event_bytes
         self._decoder: SSEDecoder | JsonLinesDecoder | None = None
-        self._sniff = b""
+        #: For ``auto``: the blank chunks read before the first byte that tells the framing.
+        self._sniff: list[bytes] = []
         framing = getattr(self.provider, "framing", "sse")
         if framing == "sse":
             self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
@@ -108,12 +111,16 @@ class Pipeline:
         return self._decoder
 
     def _choose_framing(self, chunk: bytes) -> bytes | None:
-        """For ``auto``: JSON lines start with ``{``/``[``, anything else is SSE."""
-        self._sniff += chunk
-        stripped = self._sniff.lstrip(b" \t\r\n\xef\xbb\xbf")
+        """For ``auto``: JSON lines start with ``{``/``[``, anything else is SSE.
+
+        Only the new chunk is looked at (those before it were blank), so a long run of blank
+        reads (keep-alive newlines) costs time linear in its length."""
+        stripped = chunk.lstrip(_BLANKS)
         if not stripped:
+            self._sniff.append(chunk)
             return None
-        data, self._sniff = self._sniff, b""
+        data = b"".join((*self._sniff, chunk)) if self._sniff else chunk
+        self._sniff = []
         if stripped[:1] in (b"{", b"["):
             self._decoder = JsonLinesDecoder(max_line_bytes=self._max_event_bytes)
             set_framing = getattr(self.provider, "set_framing", None)
@@ -163,10 +170,11 @@ class Pipeline:
             return out
         self.closed = True
         if self._decoder is None:
-            data = self._sniff
-            self._sniff = b""
+            data = b"".join(self._sniff)
+            self._sniff = []
             if data.strip():
                 self._decoder = SSEDecoder(max_event_bytes=self._max_event_bytes)
+                self.bytes_seen -= len(data)  # counted when they arrived; feed counts them
                 out.extend(self.feed(data))
                 if self.pending is not None:
                     return out

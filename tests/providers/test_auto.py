@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -204,6 +205,30 @@ def test_json_lines_that_are_not_cohere_v1_are_a_protocol_error() -> None:
 def test_leading_whitespace_before_json_lines() -> None:
     data = b"\n \r\n" + test_cohere_v1.TOOLS
     assert run(data, "auto").events[1:] == run(test_cohere_v1.TOOLS, "cohere-v1").events
+
+
+def test_many_blank_reads_before_the_first_frame_cost_linear_time() -> None:
+    """Keep-alive newlines before the first frame, read in many small pieces: ``auto`` looks
+    at each new read once, so it takes about as long as a named provider (it re-scanned every
+    blank byte so far on each read: quadratic, minutes for a few megabytes)."""
+    reads = [b"\n" * 100] * 10_000 + [test_cohere_v1.TOOLS]
+
+    def timed(provider: str) -> float:
+        start = time.perf_counter()
+        assert sf.fold(iter(reads), provider=provider).complete
+        return time.perf_counter() - start
+
+    assert timed("auto") < 10 * timed("cohere-v1") + 2.0
+
+
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\n\n", b"\xef\xbb\xbf\r\n "])
+def test_blank_input_is_counted_once(data: bytes) -> None:
+    """Input that ``auto`` held as blank to the end is fed to the decoder at close; its bytes
+    are counted once (the error said twice as many as arrived)."""
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([data], provider="auto")
+    assert info.value.position == len(data)
+    assert f"after {len(data)} bytes" in str(info.value)
 
 
 def test_empty_stream_yields_nothing_and_is_incomplete() -> None:
