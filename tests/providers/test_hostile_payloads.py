@@ -89,6 +89,46 @@ CASES: list[tuple[str, bytes, str]] = [
         ),
         "call_id",
     ),
+    # Sources and search queries that are not lists (the fold iterated them).
+    (
+        "clouisle",
+        sse(
+            ("message_start", {"conversation_id": "conv-1", "message_id": "msg-1"}),
+            ("rag_start", {"query": "weather"}),
+            ("rag_context", {"contexts": 0}),
+        ),
+        "sources",
+    ),
+    (
+        "gemini",
+        sse(
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": "Hi"}]},
+                        "groundingMetadata": {"webSearchQueries": 5, "groundingChunks": [{}]},
+                    }
+                ],
+                "modelVersion": "gemini-2.5-flash",
+            }
+        ),
+        "webSearchQueries",
+    ),
+    (
+        "gemini",
+        sse(
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": "Hi"}]},
+                        "groundingMetadata": {"groundingChunks": "abc"},
+                    }
+                ],
+                "modelVersion": "gemini-2.5-flash",
+            }
+        ),
+        "groundingChunks",
+    ),
     # Cohere v1 documents that are not a list.
     (
         "cohere-v1",

@@ -255,6 +255,8 @@ class Clouisle(Provider):
     def _rag_context(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._start(p, frame, out)
         sources = p["contexts"] if "contexts" in p else p.get("sources")
+        if sources is not None and sources.__class__ is not list:
+            raise TypeError(f"the sources are a JSON {type(sources).__name__}, not a list")
         out.append(SourcesAdded(sources=sources, raw=frame))
 
     def _reasoning_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:

@@ -526,8 +526,11 @@ class Gemini(Provider):
         self, state: _Candidate, grounding: dict[str, Any], frame: Any, out: list[Event]
     ) -> None:
         chunks = grounding.get("groundingChunks") or []
+        queries = grounding.get("webSearchQueries")
+        for name, value in (("groundingChunks", chunks), ("webSearchQueries", queries)):
+            if value is not None and value.__class__ is not list:
+                raise TypeError(f"{name} is a JSON {type(value).__name__}, not a list")
         if len(chunks) > state.sources:
-            queries = grounding.get("webSearchQueries")
             out.append(SourcesAdded(sources=chunks[state.sources :], queries=queries, raw=frame))
             state.sources = len(chunks)
         for support in grounding.get("groundingSupports") or ():
