@@ -89,6 +89,10 @@ CASES: list[tuple[str, bytes, str]] = [
         ),
         "call_id",
     ),
+    # Chat chunks whose choices, or a delta's tool_calls, are a number: auto, reading them to
+    # tell OpenAI from Mistral, raised TypeError.
+    ("openai", sse({"id": "c", "choices": -1}), "choices"),
+    ("openai", sse({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": 7}}]}), "tool_calls"),
     # Sources and search queries that are not lists (the fold iterated them).
     (
         "clouisle",

@@ -161,13 +161,15 @@ def _chat_flavour(payload: dict[str, Any]) -> str:
     model = payload.get("model")
     if isinstance(model, str) and model:
         return "mistral" if model.lower().startswith(MISTRAL_MODEL_PREFIXES) else "openai"
-    for choice in payload.get("choices") or ():
+    choices = payload.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
         delta = choice.get("delta") if isinstance(choice, dict) else None
         if not isinstance(delta, dict):
             continue
         if isinstance(delta.get("content"), list):
             return "mistral"
-        for call in delta.get("tool_calls") or ():
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
             if isinstance(call, dict) and "id" in call and "index" not in call:
                 return "mistral"
     if "model" in payload or "prompt_filter_results" in payload:
