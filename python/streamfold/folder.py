@@ -79,6 +79,7 @@ _JsonAccumulator: Any = JsonAccumulator
 #: Not for platforms that run their own tools (``MessageEnd.tools_run_by_platform``): a call
 #: they report without a result was still run, and a client loop would run it again.
 _TOOL_TURN_FINISHES = frozenset({"stop", "other"})
+
 _OPEN_CALL_ERROR = "the stream ended before the call's arguments were complete"
 #: A call still open at its message's terminal event: every provider module ends the calls
 #: that have no close of their own before that event, so this one's close never came.
@@ -1055,8 +1056,8 @@ class Folder:
         finish = ev.finish_reason
         if finish not in _TOOL_TURN_FINISHES or not c.calls or ev.tools_run_by_platform:
             return finish
-        answered = {r.call_id for r in self._tool_results}
-        if any(call.complete and call.id not in answered for call in c.calls):
+        answered = {_id_key(r.call_id) for r in self._tool_results}
+        if any(call.complete and _id_key(call.id) not in answered for call in c.calls):
             return "tool_calls"
         return finish
 
@@ -1222,3 +1223,9 @@ def _error_object(exc: StreamError) -> Any:
         error = payload.get("error")
         return error if isinstance(error, dict) else payload
     return {"code": exc.code, "message": exc.message}
+
+
+def _id_key(value: Any) -> Any:
+    """A call id as a set member: ids are kept as the stream sent them, and a stream may send
+    a JSON list or object where a string belongs."""
+    return repr(value) if isinstance(value, (list, dict)) else value

@@ -200,3 +200,22 @@ def test_mistral_whole_call_with_number_arguments_is_judged_by_the_fold() -> Non
         (tool_call,) = message.tool_calls
         assert tool_call.arguments_json == "5"
         assert tool_call.name == "f"
+
+
+@pytest.mark.parametrize("call_id", [[1], {"a": 1}])
+@pytest.mark.parametrize("provider", ["openai", "mistral", "auto"])
+def test_call_id_that_is_a_list_or_object_does_not_break_the_finish(
+    call_id: Any, provider: str
+) -> None:
+    """A turn that ends with ``stop`` while holding a call is a tool turn unless a result answers
+    the call; the fold looked the call's id up in a set, so an id sent as a JSON list or object
+    raised TypeError. The id is kept as sent."""
+    call = {"index": 0, "id": call_id, "function": {"name": "f", "arguments": "{}"}}
+    stream = sse(
+        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+        {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider=provider)
+    assert message.finish_reason == "tool_calls"
+    assert message.tool_calls[0].id == call_id
