@@ -744,3 +744,30 @@ def test_finish_message_is_kept_as_a_notice() -> None:
         assert notice.kind == "finish_message"
         assert notice.message == "Malformed function call: print(default_api.x(a=1"
         assert notice.data == {"choice": 0, "finish_reason": "MALFORMED_FUNCTION_CALL"}
+
+
+def test_partial_args_index_far_past_the_list_is_refused_not_allocated() -> None:
+    """A streamed call's ``jsonPath`` may name list elements out of order, but a 100-byte chunk
+    naming ``$.a[1000000000]`` padded the list with a billion nulls (gigabytes, minutes). An
+    index more than ``MAX_INDEX_SKIP`` past the list's end is a ProtocolError."""
+    from streamfold.providers.gemini import MAX_INDEX_SKIP
+
+    def stream(index: int) -> bytes:
+        return gsse(
+            chunk({"functionCall": {"name": "f", "willContinue": True}}),
+            chunk(
+                {
+                    "functionCall": {
+                        "partialArgs": [{"jsonPath": f"$.a[{index}]", "numberValue": 1}],
+                        "willContinue": True,
+                    }
+                }
+            ),
+            chunk({"functionCall": {}}),
+            chunk({"text": ""}, finish="STOP"),
+        )
+
+    message = sf.fold([stream(MAX_INDEX_SKIP)], provider="gemini")
+    assert message.tool_calls[0].arguments == {"a": [None] * MAX_INDEX_SKIP + [1]}
+    with pytest.raises(sf.ProtocolError, match="skips"):
+        sf.fold([stream(10**9)], provider="gemini")

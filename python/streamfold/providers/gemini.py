@@ -650,6 +650,10 @@ class Gemini(Provider):
         )
 
 
+#: How many list elements a partialArgs path may skip (elements that come out of order).
+MAX_INDEX_SKIP = 64
+
+
 def _get(root: Any, path: list[str | int]) -> Any:
     node = root
     for step in path:
@@ -704,8 +708,7 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
     for step, following in itertools.pairwise(path):
         child_default: Any = [] if following.__class__ is int else {}
         if step.__class__ is int:
-            while len(node) <= step:
-                node.append(None)
+            _fill_to(node, step)
             if node[step] is None:
                 node[step] = child_default
             node = node[step]
@@ -713,6 +716,22 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
             node = node.setdefault(step, child_default)
     last = path[-1]
     if last.__class__ is int:
-        while len(node) <= last:
-            node.append(None)
+        _fill_to(node, last)
     node[last] = value
+
+
+def _fill_to(node: list[Any], index: int) -> None:
+    """Make ``index`` a place in the list ``node``, holding ``None`` until its value comes.
+
+    Elements may come out of order (``[1]`` before ``[0]``), so an index past the end leaves
+    places for those skipped; at most ``MAX_INDEX_SKIP`` of them, so that the memory a chunk
+    costs stays in proportion to its size (a 100-byte chunk naming ``$.a[1000000000]`` made
+    a list of a billion nulls)."""
+    missing = index + 1 - len(node)
+    if missing > MAX_INDEX_SKIP + 1:
+        raise TypeError(
+            f"partialArgs index [{index}] skips {missing - 1} elements of a list of "
+            f"{len(node)} (at most {MAX_INDEX_SKIP} may come out of order)"
+        )
+    if missing > 0:
+        node.extend([None] * missing)
