@@ -82,8 +82,13 @@ CASES: list[tuple[str, bytes, str]] = [
             ev(
                 "response.output_item.done",
                 output_index=0,
-                item={"type": "function_call", "id": "fc_1", "call_id": [1], "name": "f",
-                      "arguments": "{}"},
+                item={
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": [1],
+                    "name": "f",
+                    "arguments": "{}",
+                },
             ),
             ev("response.completed", response={"id": "resp_1", "status": "completed"}),
         ),
@@ -92,7 +97,11 @@ CASES: list[tuple[str, bytes, str]] = [
     # Chat chunks whose choices, or a delta's tool_calls, are a number: auto, reading them to
     # tell OpenAI from Mistral, raised TypeError.
     ("openai", sse({"id": "c", "choices": -1}), "choices"),
-    ("openai", sse({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": 7}}]}), "tool_calls"),
+    (
+        "openai",
+        sse({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": 7}}]}),
+        "tool_calls",
+    ),
     # Sources and search queries that are not lists (the fold iterated them).
     (
         "clouisle",

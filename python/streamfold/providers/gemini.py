@@ -161,6 +161,7 @@ class _Candidate:
         "prose",
         "prose_kind",
         "sources",
+        "string",
     )
 
     def __init__(self, index: int) -> None:
@@ -172,6 +173,9 @@ class _Candidate:
         #: The Vertex call being streamed (-1: none) and its arguments so far.
         self.call = -1
         self.args: dict[str, Any] = {}
+        #: The string value being streamed into ``args`` (its path and its pieces), joined
+        #: into ``args`` by ``settle``: joining piece by piece cost time quadratic in its length.
+        self.string: tuple[list[str | int], list[str]] | None = None
         #: Where the last partialArgs value went, and whether that string is still streaming:
         #: what stays open in the text of a call cut before its end.
         self.cursor: tuple[list[str | int], bool] = ([], False)
@@ -183,6 +187,16 @@ class _Candidate:
         self.sources = 0
         self.citations: set[Any] = set()
         self.ended = False
+
+    def settle(self) -> None:
+        """Put the string being streamed into ``args`` whole, before ``args`` is read or
+        another value is placed."""
+        string = self.string
+        if string is not None:
+            self.string = None
+            path, pieces = string
+            if len(pieces) > 1:
+                _set(self.args, path, "".join(pieces))
 
 
 class Gemini(Provider):
@@ -422,6 +436,7 @@ class Gemini(Provider):
         if call.get("willContinue"):
             state.call = block
             state.args = {}
+            state.string = None
             state.cursor = ([], False)
             out.append(
                 BlockStart(
@@ -456,10 +471,22 @@ class Gemini(Provider):
             path = self._path(arg.get("jsonPath"), frame)
             if "stringValue" in arg:
                 value: Any = arg["stringValue"]
+                string = state.string
+                if string is not None and value.__class__ is str and string[0] == path:
+                    string[1].append(value)  # the next piece of the string being streamed
+                    state.cursor = (path, bool(arg.get("willContinue")))
+                    continue
+                state.settle()
                 previous = _get(state.args, path)
                 if previous.__class__ is str:
                     value = previous + value
-            elif "numberValue" in arg:
+                _set(state.args, path, value)
+                if value.__class__ is str:
+                    state.string = (path, [value])
+                state.cursor = (path, value.__class__ is str and bool(arg.get("willContinue")))
+                continue
+            state.settle()
+            if "numberValue" in arg:
                 value = arg["numberValue"]
             elif "boolValue" in arg:
                 value = arg["boolValue"]
@@ -497,6 +524,7 @@ class Gemini(Provider):
 
     def _end_call(self, state: _Candidate, frame: Any, out: list[Event]) -> None:
         block, state.call = state.call, -1
+        state.settle()
         arguments = json.dumps(state.args, ensure_ascii=False)
         state.args = {}
         out.append(text_delta(block, "tool_call", arguments, state.index, frame))
@@ -509,6 +537,7 @@ class Gemini(Provider):
         if state.call < 0:
             return
         block, state.call = state.call, -1
+        state.settle()
         path, streaming = state.cursor
         arguments = _open_json(state.args, path, streaming)
         state.args = {}
