@@ -332,7 +332,27 @@ def evaluate(
 
     # issue 8: every curve linear
     v.append(_linear(tables))
+    v.append(_hostile_linear(tables))
     return v
+
+
+def _hostile_linear(tables: Tables) -> Verdict:
+    """The input shapes that fuzzing found quadratic (``test_hostile.py``) stay linear."""
+    goal = "hostile inputs linear (time per unit at the largest size ≤ 1.3x the next smaller)"
+    notes = []
+    ok = True
+    for t in tables.area("hostile"):
+        pts = sorted(
+            (int(c.extra["n"]), c.median / c.extra["n"]) for c in t.cells.values() if c.median
+        )
+        if len(pts) >= 2:
+            g = pts[-1][1] / pts[-2][1]
+            ok &= g <= 1.3
+            shape = t.group.split(" | ", 1)[-1].split(":", 1)[0]
+            notes.append(f"{shape} {pts[-2][0]:,}→{pts[-1][0]:,}: {g:.2f}x")
+    if not notes:
+        return Verdict("8", goal, "not measured", "not measured")
+    return Verdict("8", goal, "; ".join(notes), "met" if ok else "not met")
 
 
 def _linear(tables: Tables) -> Verdict:

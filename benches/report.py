@@ -302,6 +302,7 @@ REPRO = {
     "profile": "python benches/run.py --only profile",
     "scale": "python benches/run.py --only scale",
     "stream-memory": "python benches/run.py --only scale",
+    "hostile": "python benches/run.py --only hostile",
     "big-event": "python benches/run.py --only large-events",
     "load": "python benches/run.py --only load",
 }
@@ -945,6 +946,16 @@ def render(
         ),
         _section_big(tables),
         _section_scale(tables, links),
+        _section_timed(
+            tables,
+            "hostile",
+            "Hostile inputs",
+            "Input shapes that once cost quadratic time, found by fuzzing, at growing sizes; "
+            "the first row of each table is the baseline. Linear means the time per unit "
+            "(read, piece) stays flat: the goal (issue 8, as for the scale curves) is at most "
+            "1.3x the time per unit at the largest size against the next smaller.",
+            unit="units",
+        ),
         _section_profile(tables, results.ceiling),
         _section_load(tables),
         _section_callgrind(results.callgrind)

@@ -43,6 +43,7 @@ AREAS = {
     "partial-json": ["test_partial_json.py"],
     "profile": ["test_profile.py"],
     "scale": ["test_scale.py"],
+    "hostile": ["test_hostile.py"],
     "large-events": ["test_large_events.py"],
     "load": ["test_load.py"],
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -207,18 +206,14 @@ def test_leading_whitespace_before_json_lines() -> None:
     assert run(data, "auto").events[1:] == run(test_cohere_v1.TOOLS, "cohere-v1").events
 
 
-def test_many_blank_reads_before_the_first_frame_cost_linear_time() -> None:
-    """Keep-alive newlines before the first frame, read in many small pieces: ``auto`` looks
-    at each new read once, so it takes about as long as a named provider (it re-scanned every
-    blank byte so far on each read: quadratic, minutes for a few megabytes)."""
-    reads = [b"\n" * 100] * 10_000 + [test_cohere_v1.TOOLS]
-
-    def timed(provider: str) -> float:
-        start = time.perf_counter()
-        assert sf.fold(iter(reads), provider=provider).complete
-        return time.perf_counter() - start
-
-    assert timed("auto") < 10 * timed("cohere-v1") + 2.0
+def test_many_blank_reads_before_the_first_frame() -> None:
+    """Keep-alive newlines before the first frame, read in many small pieces, then a stream:
+    ``auto`` folds it as the named provider does. (Each read is looked at once: how the cost
+    grows is measured in ``benches/test_hostile.py``, not timed here.)"""
+    reads = [b"\n" * 100] * 2_000 + [test_cohere_v1.TOOLS]
+    assert _without_detection(sf.fold(iter(reads), provider="auto")) == sf.fold(
+        iter(reads), provider="cohere-v1"
+    )
 
 
 @pytest.mark.parametrize("data", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\n\n", b"\xef\xbb\xbf\r\n "])
