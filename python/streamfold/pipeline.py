@@ -57,6 +57,8 @@ class Pipeline:
         "_max_event_bytes",
         "_prefix",
         "_sniff",
+        "_sniff_bom",
+        "_sniff_errors",
         "bytes_seen",
         "closed",
         "frame_filter",
@@ -82,8 +84,15 @@ class Pipeline:
         )
         self._max_event_bytes = max_event_bytes
         self._decoder: SSEDecoder | JsonLinesDecoder | None = None
-        #: For ``auto``: the blank chunks read before the first byte that tells the framing.
-        self._sniff: list[bytes] = []
+        #: For ``auto``, while only blanks have come: both decoders, each fed every blank
+        #: read (nothing kept but a partial line, so keep-alive blanks cost no memory), and
+        #: whether any blank was not ASCII whitespace (a BOM's bytes).
+        self._sniff: tuple[SSEDecoder, JsonLinesDecoder] | None = None
+        self._sniff_bom = False
+        #: What each of those decoders refused among the blanks (JSON lines: a BOM's bytes
+        #: inside a line; either: a line over the size limit), raised if the stream turns out
+        #: to be in its framing.
+        self._sniff_errors: list[ProtocolError | None] = [None, None]
         framing = getattr(self.provider, "framing", "sse")
         if framing == "sse":
             self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
@@ -110,25 +119,48 @@ class Pipeline:
     def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
         return self._decoder
 
-    def _choose_framing(self, chunk: bytes) -> bytes | None:
-        """For ``auto``: JSON lines start with ``{``/``[``, anything else is SSE.
-
-        Only the new chunk is looked at (those before it were blank), so a long run of blank
-        reads (keep-alive newlines) costs time linear in its length."""
+    def _choose_framing(self, chunk: bytes) -> bool:
+        """For ``auto``: JSON lines start with ``{``/``[``, anything else is SSE. False while
+        only blanks have come; they go to both decoders, which keep nothing of them but a
+        partial line, so a long run of keep-alive blanks costs linear time and no memory."""
         stripped = chunk.lstrip(_BLANKS)
+        sniff = self._sniff
         if not stripped:
-            self._sniff.append(chunk)
-            return None
-        data = b"".join((*self._sniff, chunk)) if self._sniff else chunk
-        self._sniff = []
-        if stripped[:1] in (b"{", b"["):
-            self._decoder = JsonLinesDecoder(max_line_bytes=self._max_event_bytes)
+            if sniff is None:
+                sniff = self._sniff = (
+                    SSEDecoder(max_event_bytes=self._max_event_bytes),
+                    JsonLinesDecoder(max_line_bytes=self._max_event_bytes),
+                )
+            self._sniff_bom = self._sniff_bom or bool(chunk.strip())
+            errors = self._sniff_errors
+            decoders: tuple[SSEDecoder | JsonLinesDecoder, ...] = sniff
+            for i, decoder in enumerate(decoders):
+                if errors[i] is None:
+                    try:
+                        decoder.feed(chunk)  # blanks end no frame
+                    except ProtocolError as exc:
+                        errors[i] = exc
+            return False
+        self._sniff = None
+        jsonl = stripped[:1] in (b"{", b"[")
+        if jsonl:
+            self._decoder = (
+                sniff[1]
+                if sniff is not None
+                else JsonLinesDecoder(max_line_bytes=self._max_event_bytes)
+            )
             set_framing = getattr(self.provider, "set_framing", None)
             if set_framing is not None:
                 set_framing("jsonl")
         else:
-            self._decoder = SSEDecoder(max_event_bytes=self._max_event_bytes)
-        return data
+            self._decoder = (
+                sniff[0] if sniff is not None else SSEDecoder(max_event_bytes=self._max_event_bytes)
+            )
+        refused = self._sniff_errors[jsonl]
+        if refused is not None:
+            self.pending = self._framing_error(refused)
+            return False
+        return True
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[Event]:
         """Decode one chunk; returns its events. Check ``pending`` afterwards."""
@@ -142,11 +174,8 @@ class Pipeline:
                 self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
         out: list[Event] = []
-        if self._decoder is None:
-            data = self._choose_framing(bytes(chunk))
-            if data is None:
-                return out
-            chunk = data
+        if self._decoder is None and not self._choose_framing(bytes(chunk)):
+            return out
         assert self._decoder is not None
         try:
             frames = self._decoder.feed(chunk)
@@ -169,15 +198,15 @@ class Pipeline:
         if self.closed:
             return out
         self.closed = True
-        if self._decoder is None:
-            data = b"".join(self._sniff)
-            self._sniff = []
-            if data.strip():
-                self._decoder = SSEDecoder(max_event_bytes=self._max_event_bytes)
-                self.bytes_seen -= len(data)  # counted when they arrived; feed counts them
-                out.extend(self.feed(data))
-                if self.pending is not None:
-                    return out
+        if self._decoder is None and self._sniff is not None:
+            # Blanks alone: read as SSE when a BOM's bytes came (the stream said something),
+            # else there was no stream at all.
+            if self._sniff_bom:
+                self._decoder = self._sniff[0]
+                refused = self._sniff_errors[0]
+                if refused is not None:
+                    self.pending = self._framing_error(refused)
+            self._sniff = None
         frames: list[Any] = []
         if self._decoder is not None:
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -214,6 +215,57 @@ def test_many_blank_reads_before_the_first_frame() -> None:
     assert _without_detection(sf.fold(iter(reads), provider="auto")) == sf.fold(
         iter(reads), provider="cohere-v1"
     )
+
+
+def test_blank_reads_before_the_first_frame_are_not_kept() -> None:
+    """20 MiB of keep-alive newlines before the first frame: ``auto`` keeps none of them (it
+    kept every blank read until the first frame told it the framing: memory without bound)."""
+    pipeline = sf.Pipeline("auto")
+    size = 1_024
+    tracemalloc.start()
+    try:
+        for _ in range(20 * 1_024):
+            pipeline.feed(b"\n" * size)  # a new object each time
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 256 * 1024, held
+    events = pipeline.feed(test_cohere_v1.TOOLS) + pipeline.close()
+    assert pipeline.pending is None
+    assert events[1:] == run(test_cohere_v1.TOOLS, "cohere-v1").events
+
+
+#: What may come before the first frame: blanks, a BOM, and a BOM's bytes where they do not
+#: belong (inside a line, where SSE reads them as a field name and JSON lines refuse them).
+_BLANK_PIECES = st.sampled_from([b"\n", b"\r\n", b"\r", b" ", b"\t", b"\xef\xbb\xbf", b"\xbb"])
+
+
+@settings(max_examples=150)
+@given(
+    blanks=st.lists(_BLANK_PIECES, max_size=12),
+    body=st.sampled_from(["cohere-v1", "openai", "none"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+)
+def test_what_comes_before_the_first_frame_reads_as_under_the_named_provider(
+    blanks: list[bytes], body: str, cuts: list[int]
+) -> None:
+    """Whatever blanks precede the stream, and however the reads split them, ``auto`` reads
+    the bytes as the provider it detects does when named: the same message or the same error
+    (the blanks go to both framings' decoders until a byte tells which one it is)."""
+    stream = {
+        "cohere-v1": test_cohere_v1.TOOLS,
+        "openai": sse((None, {"choices": [{"index": 0, "delta": {"content": "hi"}}]}))
+        + sse((None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+        + b"data: [DONE]\n\n",
+        "none": b"",
+    }[body]
+    data = b"".join(blanks) + stream
+    chunks = split(data, cuts)
+    got = _fold(chunks, "auto")
+    want = _fold(chunks, "openai" if body == "none" else body)  # no stream: read as SSE
+    assert got[0] == want[0]
+    if got[1] is not None and want[1] is not None:
+        assert (got[1].text, got[1].complete) == (want[1].text, want[1].complete)
 
 
 @pytest.mark.parametrize("data", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\n\n", b"\xef\xbb\xbf\r\n "])
