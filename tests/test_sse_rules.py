@@ -606,3 +606,13 @@ def test_a_negative_size_limit_is_a_value_error_naming_it() -> None:
         sf.fold([b"data: {}\n\n"], provider="openai", max_event_bytes=-1)
     assert SSEDecoder(max_event_bytes=7).max_event_bytes == 7
     assert sf.JsonLinesDecoder().max_line_bytes == 16 * 2**20
+
+
+@pytest.mark.parametrize("limit", [2**64, 2**70, 2**200])
+def test_an_immense_size_limit_is_a_value_error_naming_it(limit: int) -> None:
+    with pytest.raises(ValueError, match=rf"max_event_bytes is too large: {limit}"):
+        SSEDecoder(max_event_bytes=limit)
+    with pytest.raises(ValueError, match=rf"max_line_bytes is too large: {limit}"):
+        sf.JsonLinesDecoder(max_line_bytes=limit)
+    with pytest.raises(TypeError):
+        SSEDecoder(max_event_bytes=None)  # type: ignore[arg-type]

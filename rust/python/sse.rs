@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::exceptions::{PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString, PyTuple, PyType};
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::errors::make_error;
@@ -674,10 +674,16 @@ const KEEP_STEPS: usize = 8;
 const STEP_BYTES_GUESS: usize = 128;
 const KEEP_ARENA: usize = 1024;
 
-/// A size limit given from Python: a negative one is a `ValueError` naming the option, not
-/// the `OverflowError` of a conversion to `usize`.
+/// A size limit given from Python: a negative or immense one is a `ValueError` naming the
+/// option, not the `OverflowError` of a conversion to `usize`.
 fn size_limit(value: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
-    let limit: i64 = value.extract()?;
+    let limit: i128 = value.extract().map_err(|err| {
+        if value.is_instance_of::<PyInt>() {
+            PyValueError::new_err(format!("{name} is too large: {value}"))
+        } else {
+            err
+        }
+    })?;
     usize::try_from(limit).map_err(|_| {
         if limit < 0 {
             PyValueError::new_err(format!("{name} must be 0 or more, got {limit}"))
