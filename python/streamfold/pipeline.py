@@ -29,6 +29,10 @@ _PREFIX_BYTES = 4096
 _READ = frozenset({BlockStart, BlockDelta, MessageEnd})
 #: How ``Pipeline.misread_hint`` begins (the command line gives its own advice instead).
 MISREAD_HINT = " (its first frames read as provider="
+#: What a body that is one JSON array most likely is.
+_JSON_ARRAY_HINT = (
+    "a JSON array, as Gemini's streamGenerateContent answers without ?alt=sse: ask for alt=sse"
+)
 #: What ``auto`` skips to find the first byte that tells its framing: blanks and a BOM.
 _BLANKS = b" \t\r\n\xef\xbb\xbf"
 
@@ -325,10 +329,17 @@ class Pipeline:
         name = self.provider_name
         exc.provider = exc.provider or name
         if not exc.message.startswith(f"{name}: "):
-            exc.message = f"{name}: {exc.message} (frame {self.frames_seen})"
+            hint = ""
+            if not self.frames_seen and self._body_start() == b"[":
+                hint = f" ({_JSON_ARRAY_HINT})"
+            exc.message = f"{name}: {exc.message} (frame {self.frames_seen}){hint}"
             exc.args = (exc.message, *exc.args[1:])
         self._add_misread_hint(exc)
         return exc
+
+    def _body_start(self) -> bytes:
+        """The first byte of the input after a BOM and blanks (as far as ``_head`` shows)."""
+        return self._head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
 
     def misread_hint(self) -> str:
         """For a provider the caller named, when the stream failed: ``" (its first frames read
@@ -382,6 +393,8 @@ class Pipeline:
             hint = ": HTML, a proxy's or gateway's error page?"
         elif not jsonl and head.startswith(b"{"):
             hint = ": JSON lines (Cohere v1 is provider='cohere-v1')?"
+        elif head.startswith(b"["):
+            hint = f": {_JSON_ARRAY_HINT}"
         return ProtocolError(
             f"{name}: the input is not {'JSON lines' if jsonl else 'an event stream (SSE)'}: "
             f"{self.bytes_seen} bytes and not one frame, beginning {head[:40]!r}{hint}",

@@ -799,3 +799,19 @@ def test_long_streamed_string_argument_in_many_pieces() -> None:
     ]
     message = sf.fold(chunks, provider="gemini")
     assert message.tool_calls[0].arguments == {"code": "".join(pieces)}
+
+
+#: ``streamGenerateContent`` without ``?alt=sse``: one JSON array, streamed.
+JSON_ARRAY_BODY = (
+    b'[{"candidates":[{"content":{"parts":[{"text":"hi"}],"role":"model"}}]}\n,\r\n'
+    b'{"candidates":[{"content":{"parts":[{"text":"!"}],"role":"model"},'
+    b'"finishReason":"STOP"}]}\n]'
+)
+
+
+@pytest.mark.parametrize("provider", ["gemini", "auto"])
+def test_a_json_array_body_says_to_ask_for_alt_sse(provider: str) -> None:
+    """Without ``?alt=sse`` Gemini answers one JSON array: the error says what to change, not
+    only that the bytes are not SSE (or not JSON lines, under ``auto``)."""
+    with pytest.raises(sf.ProtocolError, match=r"a JSON array, .* ask for alt=sse"):
+        sf.fold([JSON_ARRAY_BODY], provider=provider)
