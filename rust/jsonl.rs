@@ -107,7 +107,9 @@ impl JsonLinesDecoder {
             let head = &chunk[..nl];
             let line_len = self.buf.len() + nl;
             if !self.skipping {
-                if line_len > self.max_line_bytes {
+                // The limit is on the line, not its end: the CR of a CRLF is not counted.
+                let cr = head.last().or(self.buf.last()) == Some(&b'\r');
+                if line_len - usize::from(cr) > self.max_line_bytes {
                     self.too_long(sink);
                 } else if self.buf.is_empty() {
                     self.emit(head, sink);
@@ -128,7 +130,11 @@ impl JsonLinesDecoder {
         if self.skipping {
             // Count the skipped bytes without keeping them.
             self.line_start += chunk.len() as u64;
-        } else if self.buf.len() + chunk.len() > self.max_line_bytes {
+        } else if self.buf.len() + chunk.len()
+            - usize::from(chunk.last().or(self.buf.last()) == Some(&b'\r'))
+            > self.max_line_bytes
+        {
+            // A last CR may be the start of a CRLF, which the limit does not count.
             self.too_long(sink);
             self.line_start += (self.buf.len() + chunk.len()) as u64;
             self.buf = Vec::new();
@@ -307,6 +313,30 @@ mod tests {
                 ],
                 "{parts:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_cr_of_a_crlf_is_not_counted_against_the_limit() {
+        let fits = |parts: &[&[u8]]| {
+            split_chunks(parts.iter().copied(), 4)
+                .iter()
+                .map(Result::is_ok)
+                .collect::<Vec<_>>()
+        };
+        for parts in [
+            &[&b"1234\r\n"[..]][..],
+            &[b"1234\r", b"\n"],
+            &[b"1234", b"\r\n"],
+        ] {
+            assert_eq!(fits(parts), vec![true], "{parts:?}");
+        }
+        for parts in [
+            &[&b"12345\r\n"[..]][..],
+            &[b"1234\r", b"5\n"],
+            &[b"1234\r5\n"],
+        ] {
+            assert_eq!(fits(parts), vec![false], "{parts:?}");
         }
     }
 

@@ -170,3 +170,18 @@ def test_random_values_in_random_chunks_round_trip(
     points = sorted(min(c, len(stream)) for c in cuts)
     chunks = [stream[a:b] for a, b in itertools.pairwise([0, *points, len(stream)])]
     assert decode(*chunks) == [v for v, _ in lines]
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n"])
+def test_the_limit_is_on_the_line_whatever_ends_it(end: bytes) -> None:
+    """A line of exactly ``max_line_bytes`` passes with a CRLF end as with an LF one (the CR
+    was counted), in one read or split at the CR; one byte more fails both ways."""
+    line = b'{"a": 12345}'
+    for cut in range(len(line) + len(end) + 1):
+        data = line + end
+        dec = JsonLinesDecoder(max_line_bytes=len(line))
+        assert [*dec.feed(data[:cut]), *dec.feed(data[cut:]), *dec.close()] == [{"a": 12345}]
+        dec = JsonLinesDecoder(max_line_bytes=len(line) - 1)
+        with pytest.raises(ProtocolError, match="longer than max_line_bytes"):
+            dec.feed(data[:cut])
+            dec.feed(data[cut:])
