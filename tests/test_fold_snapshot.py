@@ -22,7 +22,7 @@ from streamfold.events import (
     UsageUpdate,
 )
 from streamfold.message import Block, ToolResult, Usage
-from test_fold_streams import CASES
+from test_fold_streams import CASES, _anthropic_pieces, _openai_pieces, _utf16_pieces
 
 
 def test_unchanged_blocks_are_reused_and_changed_ones_rebuilt() -> None:
@@ -201,3 +201,52 @@ def _events(body: bytes, provider: str) -> list[Event]:
         for event in sf.events([body], provider=provider):
             out.append(event)
     return out
+
+
+def test_a_character_split_between_deltas_is_shown_whole_while_the_block_is_open() -> None:
+    """A JavaScript host may cut an emoji into its UTF-16 halves across two deltas. A live
+    view shows the first half only with the second: text only grows by appending, and every
+    snapshot's text can be encoded (a UI sends it on as UTF-8)."""
+    f = sf.Folder("test")
+    f.add(MessageStart())
+    f.add(BlockStart(index=0, kind="text"))
+    f.add(BlockDelta(index=0, kind="text", text="a\ud83d"))
+    first = f.snapshot()
+    assert first.text == first.blocks[0].text == "a"
+    f.add(BlockDelta(index=0, kind="text", text="\ude00b"))
+    second = f.snapshot()
+    assert second.text == second.blocks[0].text == "a\U0001f600b"
+    f.add(BlockDelta(index=0, kind="text", text="\ud83d"))
+    third = f.snapshot()
+    assert third.text == "a\U0001f600b"
+    for snap in (first, second, third):
+        snap.text.encode()
+    # A half still alone when the block ends is kept as it came (as json.loads gives it).
+    f.add(BlockEnd(index=0, kind="text"))
+    f.add(MessageEnd(finish_reason="stop", raw_finish_reason="stop"))
+    assert f.snapshot().text == "a\U0001f600b\ud83d"
+    assert f.snapshot() == f.result()
+
+
+@given(
+    text=st.text(
+        st.characters(codec="utf-8") | st.sampled_from(["\U0001f600", "\U00010348", "é"]),
+        max_size=30,
+    ),
+    cuts=st.lists(st.integers(0, 70), max_size=20),
+    provider=st.sampled_from(["openai", "anthropic"]),
+)
+def test_snapshot_text_only_grows_when_characters_are_cut_in_utf16_halves(
+    text: str, cuts: list[int], provider: str
+) -> None:
+    pieces = [p for p in _utf16_pieces(text, cuts) if p]
+    body = (_openai_pieces if provider == "openai" else _anthropic_pieces)(pieces)
+    f = sf.Folder(provider)
+    shown = ""
+    for event in sf.events([body], provider=provider):
+        f.add(event)
+        snap = f.snapshot()
+        assert snap.text.startswith(shown)
+        snap.text.encode()
+        shown = snap.text
+    assert shown == text == f.result().text

@@ -373,10 +373,16 @@ class _Block:
         tool_call = None
         if call is not None:
             tool_call = call.snap = call.snapshot(self.index)
+        text = self.text()
+        if text and not self.complete and "\ud800" <= text[-1] <= "\udbff":
+            # The first UTF-16 half of a character cut in two across deltas (a JavaScript
+            # host): shown with its second half, so that a live view's text only grows by
+            # appending and can be encoded. A half still alone when the block ends is kept.
+            text = text[:-1]
         self.snap = Block(
             index=self.index,
             kind=self.kind,
-            text=self.text(),
+            text=text,
             signature=self.signature,
             data=self.data,
             tool_call=tool_call,
