@@ -418,6 +418,24 @@ def test_initial_text_of_a_block_start_is_kept() -> None:
     assert m.text == "Hi"
 
 
+def test_the_text_of_a_block_that_arrives_whole_is_kept() -> None:
+    # ``complete`` says no deltas follow; the text the opening event carries is the block's.
+    events = [
+        MessageStart(),
+        BlockStart(index=0, kind="text", complete=True, text="Hi"),
+        BlockEnd(index=0, kind="text"),
+        BlockStart(index=1, kind="reasoning", complete=True, text="hmm"),
+        BlockEnd(index=1, kind="reasoning"),
+        end(),
+    ]
+    folder = feed(events[:2])
+    assert folder.snapshot().text == "Hi"
+    m = fold(events)
+    assert m.text == m.blocks[0].text == "Hi"
+    assert m.reasoning == "hmm"
+    assert m.warnings == []
+
+
 def test_tool_plan_and_refusal() -> None:
     events = [
         MessageStart(),

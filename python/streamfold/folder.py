@@ -886,6 +886,8 @@ class Folder:
             b.push = self._server_input(b, ev)
         elif ev.complete:
             b.push = self._stray(b, ev)
+            if ev.text:  # a block that arrived whole: its text is all of it
+                b.pieces.append(ev.text)
         elif ev.text:
             b.pieces.append(ev.text)
         self._last = b
