@@ -4,6 +4,7 @@ and a stream that cannot resume is never requested again."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -245,6 +246,32 @@ async def test_idle_timeout_on_a_stream_that_cannot_resume(
     # stall ends (requests has no read timeout to set once the request is made: its socket is
     # shut down under the blocked read).
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
+@pytest.mark.parametrize("leave", ["break", "raise"])
+def test_leaving_early_during_a_silence_closes_a_requests_connection(
+    stream_server: StreamServer, rid: str, leave: str
+) -> None:
+    # With idle_timeout a requests body is read in a helper thread; the caller leaving while
+    # that read waits on a silent server must close the connection then, not when the server
+    # next sends (here after 5 s).
+    import requests
+
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, "stall": 5, "stall_at": 200}
+    with requests.Session() as session:
+
+        def connect(cursor: sf.Cursor) -> Any:
+            return session.get(url, params=query, headers=cursor.headers, stream=True)
+
+        events = sf.events_resumable(connect, provider="onecortex", idle_timeout=30)
+        with pytest.raises(KeyboardInterrupt) if leave == "raise" else contextlib.nullcontext():
+            for _ in events:
+                if leave == "raise":
+                    raise KeyboardInterrupt
+                break
+        events.close()
+        assert stream_server.wait_disconnect(rid, 2.0)
 
 
 @pytest.mark.anyio

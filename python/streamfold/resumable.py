@@ -423,11 +423,12 @@ def _apply_httpx_idle_timeout(source: Any, idle_timeout: float) -> bool:
 class _ThreadedReader:
     """Reads a byte source in a helper thread so a silent connection can be given up.
 
-    The thread owns the source from open to close; a given-up read finishes (and its source is
-    closed) in the background when the blocked read returns. For a ``requests`` response that
-    is at once: its socket is shut down for reading (urllib3's ``HTTPResponse.shutdown``,
-    made for this), so the blocked read ends and the connection is released, rather than
-    staying open until the server sends again.
+    The thread owns the source from open to close; a read left behind (given up, or the caller
+    left the loop: a ``break``, an exception, Ctrl-C) finishes (and its source is closed) in
+    the background when the blocked read returns. For a ``requests`` response that is at once:
+    its socket is shut down for reading (urllib3's ``HTTPResponse.shutdown``, made for this),
+    so the blocked read ends and the connection is released, rather than staying open until
+    the server sends again.
     """
 
     _DONE = object()
@@ -438,7 +439,6 @@ class _ThreadedReader:
         self._idle_timeout = idle_timeout
         self._queue: queue.Queue[tuple[object, Any]] = queue.Queue(maxsize=16)
         self._stop = threading.Event()
-        self._gave_up = False
         self._thread = threading.Thread(target=self._run, name="streamfold-reader", daemon=True)
         self._thread.start()
 
@@ -466,7 +466,6 @@ class _ThreadedReader:
             try:
                 kind, chunk = self._queue.get(timeout=self._idle_timeout)
             except queue.Empty:
-                self._gave_up = True
                 raise IdleTimeoutError(
                     f"no bytes for {self._idle_timeout} s (idle_timeout)"
                 ) from None
@@ -480,7 +479,8 @@ class _ThreadedReader:
 
     def close(self) -> None:
         self._stop.set()
-        if self._gave_up and self._thread.is_alive():
+        if self._thread.is_alive():
+            # A read may be blocked on a silent server, whether given up or left by the caller.
             _interrupt_read(self._source)
 
 
