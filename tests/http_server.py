@@ -24,7 +24,8 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``stall=S``         stop sending for S seconds after ``stall_at=N`` bytes (default 0)
 ``drip=1``          send one byte per write
 ``status=429``      answer with that status and a JSON error body (``retry_after=`` adds the
-                    header, ``pad=N`` pads the body with N bytes)
+                    header, ``pad=N`` pads the body with N bytes, ``cut=N`` closes the
+                    connection after N bytes of it)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
@@ -526,7 +527,16 @@ class StreamServer:
             }
             if "pad" in fault:
                 error["error"]["padding"] = "x" * int(fault["pad"])
-            return web.json_response(error, status=status, headers=headers)
+            if "cut" not in fault:
+                return web.json_response(error, status=status, headers=headers)
+            # The error body cut after N bytes (chunked, never ended): a proxy dying mid-reply.
+            response = web.StreamResponse(
+                status=status, headers={**headers, "Content-Type": "application/json"}
+            )
+            await response.prepare(request)
+            await response.write(json.dumps(error).encode()[: int(fault["cut"])])
+            await _close_abruptly(request)
+            return response
         if q.get("ids") == "redis":
             body = redis_ids(body)
         blocks = split_events(body, content_type)

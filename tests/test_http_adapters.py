@@ -191,6 +191,28 @@ async def test_error_status_raises_stream_error_with_the_parsed_body(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("status", [503, 529])
+async def test_error_status_whose_body_is_cut_is_still_a_stream_error(
+    client: Client, stream_server: StreamServer, status: int
+) -> None:
+    # An overloaded server (or a proxy) that drops the connection inside its error body: the
+    # status and Retry-After are what tells the caller to retry later, not a lost connection
+    # "before the provider's terminal event" that has no status.
+    url = stream_server.url("/stream/onecortex", status=status, retry_after=7, cut=20)
+    with pytest.raises(sf.StreamError) as info:
+        await client.fold(url, "onecortex")
+    exc = info.value
+    assert exc.status == status
+    assert exc.code == status
+    assert exc.retry_after == 7.0
+    assert exc.retryable_without_duplicate is True
+    assert exc.message.startswith(f"onecortex: HTTP {status}")
+    assert "connection" in exc.message  # says the body was cut short
+    assert exc.raw == '{"error": {"message"'
+    assert exc.__cause__ is not None  # the client's exception
+
+
+@pytest.mark.anyio
 async def test_error_status_events_never_parse_the_body(
     client: Client, stream_server: StreamServer
 ) -> None:

@@ -160,7 +160,10 @@ def _status_error(
     headers: Mapping[str, str],
     body: bytes,
     truncated: bool,
+    failure: BaseException | None = None,
 ) -> StreamError:
+    """The error of an HTTP error status; ``failure``: the connection failed while its body
+    was read (the status still says what happened: the body is what came)."""
     text = body.decode("utf-8", errors="replace")
     raw: Any
     try:
@@ -172,7 +175,12 @@ def _status_error(
         message = text.strip()[:500] or (reason or "")
     if truncated:
         message += f" (error body cut at {MAX_ERROR_BODY} bytes)"
-    return StreamError(
+    if failure is not None:
+        message += (
+            f" (the connection failed after {len(body)} bytes of the error body: "
+            f"{type(failure).__name__}: {failure})"
+        )
+    error = StreamError(
         f"{provider}: HTTP {status}{' ' + reason if reason else ''} before the stream: {message}",
         code=code if code is not None else status,
         provider=provider,
@@ -182,6 +190,8 @@ def _status_error(
         position=0,
         retry_after=_retry_after(headers.get("retry-after")),
     )
+    error.__cause__ = failure
+    return error
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -205,22 +215,37 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
-def _read_bounded(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
-    buf = bytearray()
-    for chunk in chunks:
-        buf += chunk
-        if len(buf) > limit:
-            return bytes(buf[:limit]), True
-    return bytes(buf), False
+#: A body read before the stream: its bytes, whether the limit cut it, and the client's
+#: exception when the connection failed while it was read (the bytes are those that came).
+_Read = tuple[bytes, bool, BaseException | None]
 
 
-async def _aread_bounded(chunks: AsyncIterator[bytes], limit: int) -> tuple[bytes, bool]:
+def _read_bounded(chunks: Iterator[bytes], limit: int) -> _Read:
     buf = bytearray()
-    async for chunk in chunks:
-        buf += chunk
-        if len(buf) > limit:
-            return bytes(buf[:limit]), True
-    return bytes(buf), False
+    try:
+        for chunk in chunks:
+            buf += chunk
+            if len(buf) > limit:
+                return bytes(buf[:limit]), True, None
+    except Exception as exc:
+        if not is_transport_error(exc):
+            raise
+        return bytes(buf), False, exc
+    return bytes(buf), False, None
+
+
+async def _aread_bounded(chunks: AsyncIterator[bytes], limit: int) -> _Read:
+    buf = bytearray()
+    try:
+        async for chunk in chunks:
+            buf += chunk
+            if len(buf) > limit:
+                return bytes(buf[:limit]), True, None
+    except Exception as exc:
+        if not is_transport_error(exc):
+            raise
+        return bytes(buf), False, exc
+    return bytes(buf), False, None
 
 
 def _check_head(provider: str, status: int, content_type: str | None) -> tuple[bool, bool]:
@@ -322,7 +347,7 @@ def _check_sync(
         return
     try:
         if is_error:
-            text, truncated = _read_bounded(body(), MAX_ERROR_BODY)
+            text, truncated, failure = _read_bounded(body(), MAX_ERROR_BODY)
             raise _status_error(
                 provider,
                 status,
@@ -330,9 +355,11 @@ def _check_sync(
                 headers=response.headers,
                 body=text,
                 truncated=truncated,
+                failure=failure,
             )
-        text, _ = _read_bounded(body(), _EXCERPT_BYTES)
-        raise _content_type_error(provider, response.headers.get("content-type", ""), text, status)
+        text, _, failure = _read_bounded(body(), _EXCERPT_BYTES)
+        content_type = response.headers.get("content-type", "")
+        raise _content_type_error(provider, content_type, text, status) from failure
     finally:
         response.close()
 
@@ -438,7 +465,7 @@ async def acheck_response(response: Any, provider: str) -> None:
             else response.aiter_bytes()
         )
         limit = MAX_ERROR_BODY if is_error else _EXCERPT_BYTES
-        body, truncated = await _aread_bounded(chunks, limit)
+        body, truncated, failure = await _aread_bounded(chunks, limit)
         if is_error:
             reason = (
                 aiohttp_response.reason if aiohttp_response is not None else response.reason_phrase
@@ -450,8 +477,9 @@ async def acheck_response(response: Any, provider: str) -> None:
                 headers=response.headers,
                 body=body,
                 truncated=truncated,
+                failure=failure,
             )
-        raise _content_type_error(provider, content_type or "", body, status)
+        raise _content_type_error(provider, content_type or "", body, status) from failure
     finally:
         await _aclose_response(response, complete=False)
 
