@@ -655,6 +655,28 @@ async def test_requests_response_to_async_api_is_a_type_error(
         assert response.raw.closed is False  # refused before anything was read or closed
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_aiohttp_response_already_read_folds_its_body(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # As an httpx response after read() and a requests response after .content: the body the
+    # client kept is the stream, not an empty one ("ended after 0 bytes", incomplete).
+    import aiohttp
+
+    provider, _, body = STREAMS["clouisle"]
+    url = stream_server.url("/stream/clouisle")
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url) as response:
+            assert await response.read() == body
+            message = await sf.afold(response, provider=provider)
+            assert message == sf.fold([body], provider=provider)
+        async with session.get(url) as response:
+            assert await response.text() == body.decode()
+            events = [event async for event in sf.aevents(response, provider=provider)]
+            assert events == list(sf.events([body], provider=provider))
+
+
 def test_requests_response_read_without_stream_folds_too(stream_server: StreamServer) -> None:
     # Without `stream=True` requests has read the whole body already: the same message.
     import requests

@@ -460,7 +460,7 @@ async def acheck_response(response: Any, provider: str) -> None:
         return
     try:
         chunks = (
-            aiohttp_response.content.iter_any()
+            _aiter_aiohttp(aiohttp_response)
             if aiohttp_response is not None
             else response.aiter_bytes()
         )
@@ -498,6 +498,13 @@ async def _aclose_response(response: Any, *, complete: bool) -> None:
 
 
 async def _aiter_aiohttp(response: Any) -> AsyncGenerator[bytes]:
+    if response.content.at_eof():
+        # Read already (``await response.read()``, ``.text()``): aiohttp keeps the body, and
+        # ``read()`` gives it again (as httpx's iter_bytes() and requests' iter_content() do).
+        body = await response.read()
+        if body:
+            yield body
+        return
     async for chunk in response.content.iter_any():
         yield chunk
 
