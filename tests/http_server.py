@@ -30,6 +30,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
 ``chunk=N``         write N bytes at a time instead of one write per event
+``length=1``        a body framed by ``Content-Length`` rather than chunked (no gzip)
 ``ids=redis``       SSE ids in the style of Redis stream entries (every connection): ``id: 1``
                     becomes ``1700000000000-0``, then ``…000-1``, ``…000-2``, ``…001-0``, …
 
@@ -549,6 +550,8 @@ class StreamServer:
         gzip = fault.get("gzip") == "1"
         if gzip:
             response.headers["Content-Encoding"] = "gzip"
+        if q.get("length") == "1":  # a Content-Length body instead of a chunked one
+            response.content_length = sum(len(b.data) for b in blocks[start:])
         await response.prepare(request)
         pieces = [b.data for b in blocks[start:]]
         if "chunk" in q:  # writes of N bytes instead of one write per event

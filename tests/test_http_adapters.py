@@ -677,6 +677,31 @@ async def test_aiohttp_response_already_read_folds_its_body(
             assert events == list(sf.events([body], provider=provider))
 
 
+@pytest.mark.parametrize("cut", [None, 500])
+def test_requests_content_length_body_streams(stream_server: StreamServer, cut: int | None) -> None:
+    # A body framed by Content-Length (not chunked) is read as it arrives, as httpx and aiohttp
+    # read it: the first events come while the server is still silent (here for 5 s), not
+    # once the whole body is in. Cut short, it is a lost connection with the partial.
+    import requests
+
+    rid = f"requests-content-length-{cut}"
+    query: dict[str, Any] = {"rid": rid, "length": 1, "stall": 5, "stall_at": 600}
+    if cut is not None:
+        query.update(cut=cut, stall=0)
+    provider, _, body = STREAMS["onecortex"]
+    with requests.get(stream_server.url("/stream/onecortex", **query), stream=True) as response:
+        if cut is None:
+            for _ in sf.events(response, provider=provider):
+                assert not stream_server.wait_finished(rid, 0)  # the server is still sending
+                break
+            assert stream_server.wait_disconnect(rid, 2.0)
+        else:
+            with pytest.raises(sf.IncompleteStreamError) as info:
+                sf.fold(response, provider=provider)
+            assert isinstance(info.value, ConnectionLostError)
+            assert info.value.partial == fold_bytes(body[:cut], provider)[2]
+
+
 def test_requests_response_read_without_stream_folds_too(stream_server: StreamServer) -> None:
     # Without `stream=True` requests has read the whole body already: the same message.
     import requests

@@ -258,7 +258,7 @@ def test_leaving_early_during_a_silence_closes_a_requests_connection(
     import requests
 
     url = stream_server.url("/stream/onecortex")
-    query = {"rid": rid, "stall": 5, "stall_at": 200}
+    query: dict[str, Any] = {"rid": rid, "stall": 5, "stall_at": 200}
     with requests.Session() as session:
 
         def connect(cursor: sf.Cursor) -> Any:

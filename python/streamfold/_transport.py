@@ -15,6 +15,8 @@ __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 #: module -> exception classes meaning "the connection failed".
 _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("httpx", ("TransportError",)),
+    # Read straight from a requests response's urllib3 body (requests wraps these itself).
+    ("urllib3.exceptions", ("ProtocolError", "ReadTimeoutError")),
     ("aiohttp", ("ClientConnectionError", "ClientPayloadError")),
     ("asyncio", ("TimeoutError", "IncompleteReadError")),
     ("trio", ("BrokenResourceError",)),

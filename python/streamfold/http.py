@@ -386,9 +386,7 @@ def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes
     requests_response = _requests_response(source)
     if requests_response is not None:
         check_requests_response(requests_response, provider)
-        # `chunk_size=None`: each read as it arrives (with `stream=True`), decoded (gzip
-        # undone). requests raises its connection failures as `OSError`s, which `_guard` reports.
-        body = requests_response.iter_content(chunk_size=None)
+        body = _requests_body(requests_response)
         with _closing_body(body, requests_response, provider) as chunks:
             yield chunks
         return
@@ -407,6 +405,43 @@ def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes
     check_response(response, provider)
     with _closing_body(response.iter_bytes(), response, provider) as chunks:
         yield chunks
+
+
+#: The most one read of a requests body (not chunked) hands over.
+_REQUESTS_READ = 64 * 1024
+
+
+def _requests_body(response: Any) -> Iterator[bytes]:
+    """A ``requests.Response`` body, each read as it arrives, decoded (gzip undone).
+
+    ``iter_content(chunk_size=None)`` does so for a chunked body only: one framed by
+    ``Content-Length`` or by the connection's end it reads whole before the first byte is
+    handed over (urllib3's ``read()`` with no size), so no event would come before the last;
+    and a connection cut inside it would lose every byte. urllib3 2's ``read1()`` gives what
+    has arrived. Its connection failures are urllib3's, which ``_guard`` reports too;
+    requests raises its own as ``OSError``s.
+    """
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if (
+        read1 is None
+        or getattr(raw, "chunked", True)
+        or getattr(response, "_content", False) is not False  # read already: requests has it
+        or getattr(response, "_content_consumed", False)
+    ):
+        return response.iter_content(chunk_size=None)  # type: ignore[no-any-return]
+
+    def reads() -> Generator[bytes]:
+        while True:
+            chunk = read1(_REQUESTS_READ, decode_content=True)
+            if not chunk:
+                # Read to the end, as iter_content marks it (a body left before its end is
+                # then closed by response.close(), not handed back to the pool unread).
+                response._content_consumed = True
+                return
+            yield chunk
+
+    return reads()
 
 
 def _guard(chunks: Iterator[bytes], provider: str) -> Generator[bytes]:
