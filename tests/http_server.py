@@ -20,6 +20,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 
 ``cut=N``           close the connection after N body bytes (``cut=utf8``: inside the first
                     multi-byte UTF-8 character), without ending the chunked body
+                    (``midchunk=1``: inside one chunk declared for the whole body)
 ``end=N``           end the body cleanly after N bytes (a clean EOF before the terminal event)
 ``stall=S``         stop sending for S seconds after ``stall_at=N`` bytes (default 0)
 ``drip=1``          send one byte per write
@@ -565,6 +566,12 @@ class StreamServer:
         drip = fault.get("drip") == "1"
         delay = float(q.get("event_delay", "0"))
         compressor = zlib.compressobj(wbits=31) if gzip else None
+        if cut is not None and q.get("midchunk") == "1" and request.transport is not None:
+            # One chunk declared for the whole body, the connection closed inside it.
+            joined = b"".join(pieces)
+            request.transport.write(b"%x\r\n" % len(joined) + joined[:cut])
+            await _close_abruptly(request)
+            return response
         sent = 0
         try:
             for piece in pieces:

@@ -314,6 +314,21 @@ def bytes_until_error(body: bytes, provider: str) -> tuple[list[Any], Any]:
     return seen, None
 
 
+@pytest.mark.anyio
+async def test_connection_lost_inside_one_big_chunk_keeps_what_came(
+    client: Client, stream_server: StreamServer
+) -> None:
+    # A proxy that sends the body as one chunk, cut inside it: the bytes of that chunk that
+    # came are the partial's (requests' iter_content lost them: it reads a chunk whole).
+    provider, _, body = STREAMS["onecortex"]
+    url = stream_server.url("/stream/onecortex", cut=700, midchunk=1)
+    with pytest.raises(ConnectionLostError) as info:
+        await client.fold(url, provider)
+    expected = fold_bytes(body[:700], provider)[2]
+    assert expected.blocks  # the call had begun by then
+    assert info.value.partial == expected
+
+
 @requires_captures
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", ["gemini", "auto"])

@@ -414,18 +414,18 @@ _REQUESTS_READ = 64 * 1024
 def _requests_body(response: Any) -> Iterator[bytes]:
     """A ``requests.Response`` body, each read as it arrives, decoded (gzip undone).
 
-    ``iter_content(chunk_size=None)`` does so for a chunked body only: one framed by
-    ``Content-Length`` or by the connection's end it reads whole before the first byte is
-    handed over (urllib3's ``read()`` with no size), so no event would come before the last;
-    and a connection cut inside it would lose every byte. urllib3 2's ``read1()`` gives what
-    has arrived. Its connection failures are urllib3's, which ``_guard`` reports too;
-    requests raises its own as ``OSError``s.
+    ``iter_content(chunk_size=None)`` reads a body framed by ``Content-Length`` or by the
+    connection's end whole before the first byte is handed over (urllib3's ``read()`` with no
+    size), so no event would come before the last, and a connection cut inside it loses every
+    byte; a chunked body it reads a whole HTTP chunk at a time, losing the bytes of a chunk
+    that the connection cut. urllib3 2's ``read1()`` gives what has arrived. Its connection
+    failures are urllib3's, which ``_guard`` reports too; requests raises its own as
+    ``OSError``s (urllib3 1.x, without ``read1``, is read with ``iter_content``).
     """
     raw = response.raw
     read1 = getattr(raw, "read1", None)
     if (
         read1 is None
-        or getattr(raw, "chunked", True)
         or getattr(response, "_content", False) is not False  # read already: requests has it
         or getattr(response, "_content_consumed", False)
     ):
