@@ -25,8 +25,8 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``stall=S``         stop sending for S seconds after ``stall_at=N`` bytes (default 0)
 ``drip=1``          send one byte per write
 ``status=429``      answer with that status and a JSON error body (``retry_after=`` adds the
-                    header, ``pad=N`` pads the body with N bytes, ``cut=N`` closes the
-                    connection after N bytes of it)
+                    header, ``retry_after_ms=`` the ``retry-after-ms`` one, ``pad=N`` pads
+                    the body with N bytes, ``cut=N`` closes the connection after N bytes of it)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
@@ -520,6 +520,8 @@ class StreamServer:
         if "status" in fault:
             status = int(fault["status"])
             headers = {"Retry-After": fault["retry_after"]} if "retry_after" in fault else {}
+            if "retry_after_ms" in fault:
+                headers["retry-after-ms"] = fault["retry_after_ms"]
             error = {
                 "error": {
                     "message": f"injected HTTP {status}",
@@ -621,7 +623,19 @@ def redis_ids(body: bytes) -> bytes:
 
 
 _FAULTS = frozenset(
-    {"cut", "end", "stall", "stall_at", "drip", "status", "retry_after", "pad", "ctype", "gzip"}
+    {
+        "cut",
+        "end",
+        "stall",
+        "stall_at",
+        "drip",
+        "status",
+        "retry_after",
+        "retry_after_ms",
+        "pad",
+        "ctype",
+        "gzip",
+    }
 )
 
 

@@ -191,6 +191,18 @@ async def test_error_status_raises_stream_error_with_the_parsed_body(
 
 
 @pytest.mark.anyio
+async def test_error_status_retry_after_ms_is_read_first(
+    client: Client, stream_server: StreamServer
+) -> None:
+    # OpenAI (and Azure) send retry-after-ms, which the OpenAI and Anthropic SDKs read before
+    # Retry-After: a caller waiting `retry_after` must not wait 7 s when 1.5 s was asked.
+    url = stream_server.url("/stream/onecortex", status=429, retry_after=7, retry_after_ms=1500)
+    with pytest.raises(sf.StreamError) as info:
+        await client.fold(url, "onecortex")
+    assert info.value.retry_after == 1.5
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("status", [503, 529])
 async def test_error_status_whose_body_is_cut_is_still_a_stream_error(
     client: Client, stream_server: StreamServer, status: int

@@ -147,7 +147,8 @@ class StreamError(StreamfoldError):
         #: The provider's finish value when the error came as a finish (Cohere ``ERROR``,
         #: Responses ``failed``); the partial message carries it too.
         self.raw_finish_reason = raw_finish_reason
-        #: For an HTTP error status: the server's ``Retry-After``, in seconds.
+        #: For an HTTP error status: the server's ``retry-after-ms`` or ``Retry-After``, in
+        #: seconds.
         self.retry_after = retry_after
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from collections.abc import (
     AsyncGenerator,
@@ -188,10 +189,25 @@ def _status_error(
         status=status,
         retryable_without_duplicate=True,
         position=0,
-        retry_after=_retry_after(headers.get("retry-after")),
+        retry_after=_retry_after_headers(headers),
     )
     error.__cause__ = failure
     return error
+
+
+def _retry_after_headers(headers: Mapping[str, str]) -> float | None:
+    """How long the server asks to wait: ``retry-after-ms`` (OpenAI, Azure; the OpenAI and
+    Anthropic SDKs read it first), else ``Retry-After``."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            value = float(milliseconds)
+        except ValueError:
+            pass
+        else:
+            if not math.isnan(value):
+                return max(0.0, value / 1000)
+    return _retry_after(headers.get("retry-after"))
 
 
 def _retry_after(value: str | None) -> float | None:
