@@ -23,6 +23,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
                     (``midchunk=1``: inside one chunk declared for the whole body)
 ``end=N``           end the body cleanly after N bytes (a clean EOF before the terminal event)
 ``stall=S``         stop sending for S seconds after ``stall_at=N`` bytes (default 0)
+``head_stall=S``    send nothing, not even the status line, for S seconds
 ``drip=1``          send one byte per write
 ``status=429``      answer with that status and a JSON error body (``retry_after=`` adds the
                     header, ``retry_after_ms=`` the ``retry-after-ms`` one, ``pad=N`` pads
@@ -517,6 +518,12 @@ class StreamServer:
     ) -> web.StreamResponse:
         q = request.query
         fault = {k: v for k, v in q.items() if _applies(q, k, attempt)}
+        # Accept the request, then send nothing for S seconds.
+        if "head_stall" in fault and not await _sleep_while_connected(
+            request, float(fault["head_stall"])
+        ):
+            self._event(self._gone, rid).set()
+            return web.Response()
         if "status" in fault:
             status = int(fault["status"])
             headers = {"Retry-After": fault["retry_after"]} if "retry_after" in fault else {}
@@ -635,6 +642,7 @@ _FAULTS = frozenset(
         "pad",
         "ctype",
         "gzip",
+        "head_stall",
     }
 )
 

@@ -248,6 +248,54 @@ async def test_idle_timeout_on_a_stream_that_cannot_resume(
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
+#: A reconnection the server accepts and answers nothing (no status line) for 5 s.
+HEAD_STALL = {"cut": 400, "head_stall": 5, "head_stall_on": "1"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("client_kind", ["httpx-async-asyncio", "httpx-async-trio", "aiohttp"])
+async def test_idle_timeout_covers_a_reconnection_that_never_answers(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # Silence before the response's head is silence too: that attempt is given up and the
+    # next one finishes the stream (the sync forms take the client's own timeout there).
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, **HEAD_STALL}
+    message = await client.fold_resumable(url, "onecortex", query, idle_timeout=0.3, **FAST)
+    assert message == whole("onecortex")
+    assert len(stream_server.seen(rid)) == 3
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
+def test_stream_idle_timeout_covers_a_reconnection_that_never_answers(
+    stream_server: StreamServer, rid: str
+) -> None:
+    params = {"rid": rid, **HEAD_STALL}
+    url = stream_server.url("/stream/onecortex")
+    options: dict[str, Any] = {"resume": True, "idle_timeout": 0.3, "initial_delay": 0.005}
+    with sf.stream("GET", url, provider="onecortex", params=params, **options) as s:
+        assert s.fold() == whole("onecortex")
+    assert len(stream_server.seen(rid)) == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_idle_timeout_covers_a_first_request_that_never_answers(
+    anyio_backend: str, stream_server: StreamServer, rid: str
+) -> None:
+    # The first request too: nothing for idle_timeout is an error, not a 600 s wait.
+    import httpx
+
+    params = {"rid": rid, "head_stall": 5}
+    url = stream_server.url("/stream/onecortex")
+    with pytest.raises(httpx.ReadTimeout):
+        async with sf.astream(
+            "GET", url, provider="onecortex", params=params, idle_timeout=0.3
+        ) as s:
+            await s.fold()
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
 @pytest.mark.parametrize("leave", ["break", "raise"])
 def test_leaving_early_during_a_silence_closes_a_requests_connection(
     stream_server: StreamServer, rid: str, leave: str

@@ -688,6 +688,23 @@ class _StreamBase:
         )
         return options
 
+    def _timed(self, client: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with a read timeout of at most ``idle_timeout``: a server that accepts
+        the request and sends nothing, not even its status line, is silent too (the body's
+        reads are bounded by the resumable machinery)."""
+        idle = self._resume_options["idle_timeout"]
+        if idle is None:
+            return kwargs
+        import httpx
+
+        try:
+            base = httpx.Timeout(kwargs.get("timeout", client.timeout))
+        except (TypeError, ValueError):  # httpx's USE_CLIENT_DEFAULT
+            base = client.timeout
+        read = idle if base.read is None else min(base.read, idle)
+        timeout = httpx.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
+        return {**kwargs, "timeout": timeout}
+
     @property
     def folder(self) -> Folder:
         """The fold of the events read so far."""
@@ -781,7 +798,7 @@ class EventStream(_StreamBase):
                 httpx.Client(timeout=httpx.Timeout(read, connect=connect))
             )
         response: httpx.Response = self._stack.enter_context(
-            client.stream(self.method, self.url, **kwargs)
+            client.stream(self.method, self.url, **self._timed(client, kwargs))
         )
         check_response(response, self.provider)
         return response
@@ -791,7 +808,7 @@ class EventStream(_StreamBase):
             return self.response
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
         assert self._client is not None
-        return self._client.stream(self.method, self.url, **kwargs)
+        return self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
 
     def _make_iterator(self) -> Iterator[Event]:
         self.open()
@@ -908,7 +925,7 @@ class AsyncEventStream(_StreamBase):
                 httpx.AsyncClient(timeout=httpx.Timeout(read, connect=connect))
             )
         response: httpx.Response = await self._stack.enter_async_context(
-            client.stream(self.method, self.url, **kwargs)
+            client.stream(self.method, self.url, **self._timed(client, kwargs))
         )
         await acheck_response(response, self.provider)
         return response
@@ -918,7 +935,7 @@ class AsyncEventStream(_StreamBase):
             return self.response
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
         assert self._client is not None
-        return self._client.stream(self.method, self.url, **kwargs)
+        return self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
 
     async def _make_iterator(self) -> AsyncIterator[Event]:
         await self.open()

@@ -667,6 +667,34 @@ async def _next_chunk(chunks: AsyncIterator[bytes], idle_timeout: float | None) 
         raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)") from None
 
 
+async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
+    """``await awaitable``, or ``IdleTimeoutError`` after ``idle_timeout`` s (the wait for a
+    response's head is silence too: a server that accepts and sends nothing)."""
+    if idle_timeout is None:
+        return await awaitable
+    if _async_library() == "trio":
+        import trio
+
+        with trio.move_on_after(idle_timeout):
+            return await awaitable
+        raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)")
+    import asyncio
+
+    if sys.version_info >= (3, 11):
+        timeout = asyncio.timeout(idle_timeout)  # in this task: a context entered stays ours
+        try:
+            async with timeout:
+                return await awaitable
+        except TimeoutError:
+            if timeout.expired():
+                raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+            raise
+    try:
+        return await asyncio.wait_for(awaitable, idle_timeout)
+    except asyncio.TimeoutError:
+        raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+
+
 async def _enter_async(source: Any, stack: contextlib.AsyncExitStack) -> Any:
     if is_response(source):
         return source
@@ -705,7 +733,7 @@ async def aevents_resumable(
         connected = False
         try:
             async with contextlib.AsyncExitStack() as stack:
-                source = await _enter_async(connect(core.cursor()), stack)
+                source = await _within(idle_timeout, _enter_async(connect(core.cursor()), stack))
                 chunks = await stack.enter_async_context(async_byte_chunks(source, core.name))
                 pipeline = core.start()
                 while True:
