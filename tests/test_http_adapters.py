@@ -814,3 +814,19 @@ def test_error_body_is_read_bounded(stream_server: StreamServer) -> None:
     assert isinstance(exc.raw, str)  # cut JSON is kept as text
     assert len(exc.raw.encode()) == MAX_ERROR_BODY
     assert "error body cut" in exc.message
+
+
+def test_requests_error_body_with_a_content_length_is_read_bounded(
+    stream_server: StreamServer,
+) -> None:
+    # A Content-Length error body (aiohttp's json_response, most frameworks') is not read
+    # whole to keep 64 KiB of it (requests' iter_content(None) read it in one piece).
+    import requests
+
+    url = stream_server.url("/stream/onecortex", status=500, pad=MAX_ERROR_BODY * 64)
+    with requests.get(url, stream=True) as response:
+        assert response.headers["Content-Length"]
+        with pytest.raises(sf.StreamError) as info:
+            sf.fold(response, provider="onecortex")
+        assert response.raw.tell() < MAX_ERROR_BODY * 8  # bytes taken off the wire
+    assert len(info.value.raw.encode()) == MAX_ERROR_BODY

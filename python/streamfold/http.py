@@ -349,7 +349,7 @@ def check_response(response: httpx.Response, provider: str) -> None:
 
 def check_requests_response(response: Any, provider: str) -> None:
     """:func:`check_response` for a ``requests.Response``."""
-    _check_sync(response, provider, response.reason, lambda: response.iter_content(None))
+    _check_sync(response, provider, response.reason, lambda: _requests_body(response))
 
 
 def _check_sync(
