@@ -35,6 +35,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``length=1``        a body framed by ``Content-Length`` rather than chunked (no gzip)
 ``ids=redis``       SSE ids in the style of Redis stream entries (every connection): ``id: 1``
                     becomes ``1700000000000-0``, then ``…000-1``, ``…000-2``, ``…001-0``, …
+                    (``ids=unicode``: ``évt-1``, ``évt-2``, …)
 
 Resumption: ``Last-Event-ID`` (by SSE id), ``after_sequence`` (Clouisle) and ``starting_after``
 (OpenAI Responses) are honoured, with ``replay=K`` events before the cursor sent again;
@@ -550,6 +551,8 @@ class StreamServer:
             return response
         if q.get("ids") == "redis":
             body = redis_ids(body)
+        elif q.get("ids") == "unicode":  # ids a browser's EventSource sends back in UTF-8
+            body = _NUMERIC_ID.sub(lambda m: "id: évt-".encode() + m[1], body)
         blocks = split_events(body, content_type)
         start = _resume_index(request, blocks)
         if start > 0:

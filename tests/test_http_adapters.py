@@ -4,6 +4,7 @@ aiohttp (asyncio only), each fault through each client."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncGenerator
@@ -557,6 +558,24 @@ def test_stream_resume_reconnects_with_the_cursor(stream_server: StreamServer) -
     assert "after_sequence" not in seen[0].query
     assert seen[1].query["after_sequence"] == str(message_sequence_before_cut(body))
     assert seen[1].query["rid"] == rid  # the request's own parameters are kept
+
+
+def test_stream_resume_sends_a_non_ascii_last_event_id(stream_server: StreamServer) -> None:
+    # An SSE id is any text; it goes back in UTF-8 (as EventSource sends it), where httpx
+    # refused the header ("'ascii' codec can't encode") and the stream died reconnecting.
+    provider, _, body = STREAMS["onecortex"]
+    rid = "stream-resume-unicode-id"
+    params = {"rid": rid, "ids": "unicode", "cut": 400, "replay": 1}
+    url = stream_server.url("/stream/onecortex")
+    with sf.stream(
+        "GET", url, provider=provider, resume=True, initial_delay=0.005, params=params
+    ) as s:
+        message = s.fold()
+    unicode_ids = re.sub(rb"(?m)^id: ", "id: évt-".encode(), body)
+    assert message == sf.fold([unicode_ids], provider=provider)
+    seen = stream_server.seen(rid)
+    assert len(seen) == 2
+    assert seen[1].headers["Last-Event-ID"].startswith("évt-")
 
 
 def message_sequence_before_cut(body: bytes) -> int:

@@ -618,7 +618,10 @@ def _merge_cursor(url: Any, request_kwargs: dict[str, Any], cursor: Cursor) -> d
         kwargs["params"] = httpx.QueryParams(sent).merge(cursor.params)
     if cursor.headers:
         headers = httpx.Headers(kwargs.get("headers"))
-        headers.update(cursor.headers)
+        for name, value in cursor.headers.items():
+            # Item by item: an SSE id is any text, sent in UTF-8 (as EventSource sends it);
+            # update() would encode it as ASCII and refuse ``évt-1``.
+            headers[name] = value
         kwargs["headers"] = headers
     return kwargs
 
