@@ -27,7 +27,8 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``drip=1``          send one byte per write
 ``status=429``      answer with that status and a JSON error body (``retry_after=`` adds the
                     header, ``retry_after_ms=`` the ``retry-after-ms`` one, ``pad=N`` pads
-                    the body with N bytes, ``cut=N`` closes the connection after N bytes of it)
+                    the body with N bytes, ``cut=N`` closes the connection after N bytes of it,
+                    ``stall=S`` stops for S seconds after ``stall_at=N`` bytes of it)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
@@ -539,15 +540,25 @@ class StreamServer:
             }
             if "pad" in fault:
                 error["error"]["padding"] = "x" * int(fault["pad"])
-            if "cut" not in fault:
+            if "cut" not in fault and "stall" not in fault:
                 return web.json_response(error, status=status, headers=headers)
-            # The error body cut after N bytes (chunked, never ended): a proxy dying mid-reply.
+            # The error body cut after N bytes (chunked, never ended): a proxy dying mid-reply;
+            # or stalled after them for S seconds (``stall=S``), then sent whole.
             response = web.StreamResponse(
                 status=status, headers={**headers, "Content-Type": "application/json"}
             )
             await response.prepare(request)
-            await response.write(json.dumps(error).encode()[: int(fault["cut"])])
-            await _close_abruptly(request)
+            encoded = json.dumps(error).encode()
+            split = int(fault.get("cut", fault.get("stall_at", "0")))
+            await response.write(encoded[:split])
+            if "cut" in fault:
+                await _close_abruptly(request)
+                return response
+            if not await _sleep_while_connected(request, float(fault["stall"])):
+                self._event(self._gone, rid).set()
+                return response
+            await response.write(encoded[split:])
+            await response.write_eof()
             return response
         if q.get("ids") == "redis":
             body = redis_ids(body)

@@ -267,6 +267,22 @@ async def test_idle_timeout_covers_a_reconnection_that_never_answers(
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("client_kind", ["httpx-async-asyncio", "httpx-async-trio", "aiohttp"])
+async def test_idle_timeout_covers_a_refused_reconnection_whose_error_body_stalls(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # A 503 whose body stops after 10 bytes: the silence is given up like any other, and the
+    # next attempt finishes the stream.
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, "cut": 400, "status": 503, "stall": 5, "stall_at": 10, "on": "1"}
+    query["cut_on"] = "0"
+    message = await client.fold_resumable(url, "onecortex", query, idle_timeout=0.3, **FAST)
+    assert message == whole("onecortex")
+    assert len(stream_server.seen(rid)) == 3
+    assert stream_server.wait_disconnect(rid, 0)  # left during the stall, not after it
+
+
 def test_stream_idle_timeout_covers_a_reconnection_that_never_answers(
     stream_server: StreamServer, rid: str
 ) -> None:

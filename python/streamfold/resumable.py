@@ -669,7 +669,8 @@ async def _next_chunk(chunks: AsyncIterator[bytes], idle_timeout: float | None) 
 
 async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
     """``await awaitable``, or ``IdleTimeoutError`` after ``idle_timeout`` s (the wait for a
-    response's head is silence too: a server that accepts and sends nothing)."""
+    response's head, or for its error body, is silence too: a server that accepts and sends
+    nothing)."""
     if idle_timeout is None:
         return await awaitable
     if _async_library() == "trio":
@@ -693,6 +694,17 @@ async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
         return await asyncio.wait_for(awaitable, idle_timeout)
     except asyncio.TimeoutError:
         raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+
+
+async def _open_async(
+    connect: Callable[[Cursor], Any], core: _Resumer, stack: contextlib.AsyncExitStack
+) -> AsyncIterator[bytes]:
+    """One connection's bytes: the request made, its head checked (an error body read)."""
+    source = await _enter_async(connect(core.cursor()), stack)
+    chunks: AsyncIterator[bytes] = await stack.enter_async_context(
+        async_byte_chunks(source, core.name)
+    )
+    return chunks
 
 
 async def _enter_async(source: Any, stack: contextlib.AsyncExitStack) -> Any:
@@ -733,8 +745,7 @@ async def aevents_resumable(
         connected = False
         try:
             async with contextlib.AsyncExitStack() as stack:
-                source = await _within(idle_timeout, _enter_async(connect(core.cursor()), stack))
-                chunks = await stack.enter_async_context(async_byte_chunks(source, core.name))
+                chunks = await _within(idle_timeout, _open_async(connect, core, stack))
                 pipeline = core.start()
                 while True:
                     try:
