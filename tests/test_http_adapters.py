@@ -849,3 +849,18 @@ def test_requests_error_body_with_a_content_length_is_read_bounded(
             sf.fold(response, provider="onecortex")
         assert response.raw.tell() < MAX_ERROR_BODY * 8  # bytes taken off the wire
     assert len(info.value.raw.encode()) == MAX_ERROR_BODY
+
+
+def test_requests_response_whose_raw_is_a_plain_file_folds() -> None:
+    # Transport adapters (requests-file, test doubles) give requests a plain file as `raw`:
+    # its read1 takes no decode_content; it is read as requests reads it.
+    import io
+
+    import requests
+
+    provider, content_type, body = STREAMS["onecortex"]
+    response = requests.Response()
+    response.status_code = 200
+    response.headers["Content-Type"] = content_type
+    response.raw = io.BufferedReader(io.BytesIO(body))
+    assert sf.fold(response, provider=provider) == sf.fold([body], provider=provider)

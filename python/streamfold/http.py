@@ -439,9 +439,13 @@ def _requests_body(response: Any) -> Iterator[bytes]:
     ``OSError``s (urllib3 1.x, without ``read1``, is read with ``iter_content``).
     """
     raw = response.raw
+    urllib3_response = sys.modules.get("urllib3.response")
     read1 = getattr(raw, "read1", None)
     if (
         read1 is None
+        # Not urllib3's (a transport adapter's file or BytesIO): its read1 takes no options.
+        or urllib3_response is None
+        or not isinstance(raw, urllib3_response.HTTPResponse)
         or getattr(response, "_content", False) is not False  # read already: requests has it
         or getattr(response, "_content_consumed", False)
     ):
