@@ -16,7 +16,7 @@ __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("httpx", ("TransportError",)),
     # Read straight from a requests response's urllib3 body (requests wraps these itself).
-    ("urllib3.exceptions", ("ProtocolError", "ReadTimeoutError")),
+    ("urllib3.exceptions", ("ProtocolError", "ReadTimeoutError", "SSLError")),
     ("aiohttp", ("ClientConnectionError", "ClientPayloadError")),
     ("asyncio", ("TimeoutError", "IncompleteReadError")),
     ("trio", ("BrokenResourceError",)),
