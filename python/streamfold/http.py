@@ -423,7 +423,7 @@ def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes
         yield chunks
 
 
-#: The most one read of a requests body (not chunked) hands over.
+#: The most one read of a requests body hands over.
 _REQUESTS_READ = 64 * 1024
 
 
