@@ -604,3 +604,32 @@ def test_auto_detects_once_and_resumes_as_the_detected_provider() -> None:
     assert message.provider == "onecortex"
     assert [c.provider for c in server.cursors] == ["auto", "onecortex"]
     assert server.cursors[1].headers == {"Last-Event-ID": "2"}
+
+
+# -- the asyncio timeout of Python 3.10 ---------------------------------------------------------
+
+
+def test_the_python_3_10_timeout_gives_up_in_its_own_task() -> None:
+    """``_within`` without ``asyncio.timeout`` (3.10) cancels the waiting task itself, not a
+    task of wait_for's (where aiohttp's response context would be entered and broken): the
+    awaitable runs in the caller's task, silence is ``IdleTimeoutError``, the task goes on
+    uncancelled afterwards, and another cancellation stays a cancellation."""
+    import asyncio
+
+    async def which_task() -> Any:
+        await asyncio.sleep(0)
+        return asyncio.current_task()
+
+    async def main() -> None:
+        me = asyncio.current_task()
+        assert await resumable._within_by_cancel(5, which_task()) is me
+        with pytest.raises(resumable.IdleTimeoutError, match=r"no response for 0\.05 s"):
+            await resumable._within_by_cancel(0.05, asyncio.sleep(10))
+        await asyncio.sleep(0.1)  # not cancelled by a timer left behind
+        waiting = asyncio.ensure_future(resumable._within_by_cancel(5, asyncio.sleep(10)))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(main())

@@ -690,10 +690,38 @@ async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
             if timeout.expired():
                 raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
             raise
+    return await _within_by_cancel(idle_timeout, awaitable)
+
+
+async def _within_by_cancel(idle_timeout: float, awaitable: Awaitable[Any]) -> Any:
+    """``_within`` on asyncio without ``asyncio.timeout`` (Python 3.10): wait_for would run
+    the awaitable in a task of its own, so the response's context would be entered there, and
+    cancelling that task half-way leaves aiohttp's connection broken for the next attempt.
+    This task is cancelled instead, and the cancellation told apart from any other."""
+    import asyncio
+
+    task = asyncio.current_task()
+    assert task is not None
+    fired = False
+
+    def expire() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    handle = asyncio.get_running_loop().call_later(idle_timeout, expire)
     try:
-        return await asyncio.wait_for(awaitable, idle_timeout)
-    except asyncio.TimeoutError:
-        raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+        result = await awaitable
+    except asyncio.CancelledError:
+        if fired:
+            raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+        raise
+    finally:
+        handle.cancel()
+    if fired:  # it fired as the awaitable finished: take the cancellation it sent
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0)
+    return result
 
 
 async def _open_async(
