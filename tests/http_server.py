@@ -31,6 +31,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
                     ``stall=S`` stops for S seconds after ``stall_at=N`` bytes of it)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
+                    (``gzip=bad``: bytes that are not gzip follow the first event)
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
 ``chunk=N``         write N bytes at a time instead of one write per event
 ``length=1``        a body framed by ``Content-Length`` rather than chunked (no gzip)
@@ -571,7 +572,7 @@ class StreamServer:
         response = web.StreamResponse(
             headers={"Content-Type": fault.get("ctype", content_type), "Cache-Control": "no-cache"}
         )
-        gzip = fault.get("gzip") == "1"
+        gzip = fault.get("gzip") in ("1", "bad")
         if gzip:
             response.headers["Content-Encoding"] = "gzip"
         if q.get("length") == "1":  # a Content-Length body instead of a chunked one
@@ -615,6 +616,10 @@ class StreamServer:
                         data = compressor.compress(part) + compressor.flush(zlib.Z_SYNC_FLUSH)
                     await response.write(data)
                     sent += len(part)
+                if fault.get("gzip") == "bad":  # the body's encoding breaks after one event
+                    await response.write(b"this is not gzip" * 8)
+                    await response.write_eof()
+                    return response
                 if delay and not await _sleep_while_connected(request, delay):
                     self._event(self._gone, rid).set()
                     return response

@@ -150,6 +150,22 @@ async def test_gzip_body_is_decompressed_by_the_client(
 
 
 @pytest.mark.anyio
+async def test_a_body_whose_content_encoding_breaks_is_a_lost_connection_with_the_partial(
+    client: Client, stream_server: StreamServer
+) -> None:
+    # Bytes that are not gzip after the first event of a gzip body: each client's decoding
+    # error (httpx DecodingError, urllib3 DecodeError, aiohttp ClientPayloadError, requests
+    # ContentDecodingError) is the same typed failure, with the events that came before it.
+    provider, _, body = STREAMS["onecortex"]
+    url = stream_server.url("/stream/onecortex", gzip="bad")
+    with pytest.raises(ConnectionLostError) as info:
+        await client.fold(url, provider)
+    first = body[: body.index(b"\n\n") + 2]
+    assert info.value.partial == fold_bytes(first, provider)[2]
+    assert info.value.__cause__ is not None
+
+
+@pytest.mark.anyio
 async def test_auto_accepts_json_lines_and_sse(client: Client, stream_server: StreamServer) -> None:
     for name in ("cohere-v1", "onecortex"):
         provider, _, body = STREAMS[name]

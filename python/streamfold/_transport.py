@@ -12,11 +12,14 @@ from .errors import ConnectionLostError, StreamfoldError
 
 __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 
-#: module -> exception classes meaning "the connection failed".
+#: module -> exception classes meaning "the connection failed". A body whose content encoding
+#: (gzip, br) breaks mid-way counts too: the bytes stop making sense where the transport
+#: failed to carry them, and aiohttp (ClientPayloadError) and requests (ContentDecodingError,
+#: an OSError) already report it so.
 _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("httpx", ("TransportError",)),
+    ("httpx", ("TransportError", "DecodingError")),
     # Read straight from a requests response's urllib3 body (requests wraps these itself).
-    ("urllib3.exceptions", ("ProtocolError", "ReadTimeoutError", "SSLError")),
+    ("urllib3.exceptions", ("ProtocolError", "ReadTimeoutError", "SSLError", "DecodeError")),
     ("aiohttp", ("ClientConnectionError", "ClientPayloadError")),
     ("asyncio", ("TimeoutError", "IncompleteReadError")),
     ("trio", ("BrokenResourceError",)),
