@@ -642,35 +642,16 @@ async def _sleep(seconds: float) -> None:
 
 async def _next_chunk(chunks: AsyncIterator[bytes], idle_timeout: float | None) -> bytes:
     """The next chunk, or ``IdleTimeoutError`` after ``idle_timeout`` s of silence."""
-    if idle_timeout is None:
-        return await chunks.__anext__()
-    if _async_library() == "trio":
-        import trio
-
-        with trio.move_on_after(idle_timeout):
-            return await chunks.__anext__()
-        raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)")
-    import asyncio
-
-    if sys.version_info >= (3, 11):
-        timeout = asyncio.timeout(idle_timeout)
-        try:
-            async with timeout:
-                return await chunks.__anext__()
-        except TimeoutError:
-            if timeout.expired():
-                raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)") from None
-            raise
-    try:
-        return await asyncio.wait_for(chunks.__anext__(), idle_timeout)
-    except asyncio.TimeoutError:
-        raise IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)") from None
+    chunk: bytes = await _within(idle_timeout, chunks.__anext__(), silence="no bytes")
+    return chunk
 
 
-async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
-    """``await awaitable``, or ``IdleTimeoutError`` after ``idle_timeout`` s (the wait for a
-    response's head, or for its error body, is silence too: a server that accepts and sends
-    nothing)."""
+async def _within(
+    idle_timeout: float | None, awaitable: Awaitable[Any], *, silence: str = "no response"
+) -> Any:
+    """``await awaitable``, or ``IdleTimeoutError`` (``silence`` for … s) after ``idle_timeout``
+    s: the wait for a chunk, and the wait for a response's head or its error body (a server
+    that accepts and sends nothing is silent too)."""
     if idle_timeout is None:
         return await awaitable
     if _async_library() == "trio":
@@ -678,7 +659,7 @@ async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
 
         with trio.move_on_after(idle_timeout):
             return await awaitable
-        raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)")
+        raise IdleTimeoutError(f"{silence} for {idle_timeout} s (idle_timeout)")
     import asyncio
 
     if sys.version_info >= (3, 11):
@@ -688,12 +669,14 @@ async def _within(idle_timeout: float | None, awaitable: Awaitable[Any]) -> Any:
                 return await awaitable
         except TimeoutError:
             if timeout.expired():
-                raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+                raise IdleTimeoutError(f"{silence} for {idle_timeout} s (idle_timeout)") from None
             raise
-    return await _within_by_cancel(idle_timeout, awaitable)
+    return await _within_by_cancel(idle_timeout, awaitable, silence)
 
 
-async def _within_by_cancel(idle_timeout: float, awaitable: Awaitable[Any]) -> Any:
+async def _within_by_cancel(
+    idle_timeout: float, awaitable: Awaitable[Any], silence: str = "no response"
+) -> Any:
     """``_within`` on asyncio without ``asyncio.timeout`` (Python 3.10): wait_for would run
     the awaitable in a task of its own, so the response's context would be entered there, and
     cancelling that task half-way leaves aiohttp's connection broken for the next attempt.
@@ -714,7 +697,7 @@ async def _within_by_cancel(idle_timeout: float, awaitable: Awaitable[Any]) -> A
         result = await awaitable
     except asyncio.CancelledError:
         if fired:
-            raise IdleTimeoutError(f"no response for {idle_timeout} s (idle_timeout)") from None
+            raise IdleTimeoutError(f"{silence} for {idle_timeout} s (idle_timeout)") from None
         raise
     finally:
         handle.cancel()
