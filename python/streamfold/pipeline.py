@@ -57,7 +57,6 @@ class Pipeline:
     __slots__ = (
         "_cut_line",
         "_decoder",
-        "_head",
         "_max_event_bytes",
         "_prefix",
         "_sniff",
@@ -109,11 +108,11 @@ class Pipeline:
         self.closed = False
         #: The last JSON line, without its newline, did not parse: cut by the end of input.
         self._cut_line = False
-        #: The first bytes of the input, to tell a stream cut short from no stream at all.
-        self._head = b""
-        #: The first ``_PREFIX_BYTES`` of the input, in the pieces read (``misread_hint``);
-        #: ``None`` once the provider has read content or a terminal event from the stream,
-        #: which a misread stream never gives, so an open stream keeps no copy of it.
+        #: The first ``_PREFIX_BYTES`` of the input, in the pieces read: to tell a stream cut
+        #: short from no stream at all (``not_a_stream``) and which provider's format it is
+        #: (``misread_hint``). ``None`` once the provider has read content or a terminal event
+        #: from the stream, which a misread stream never gives, so an open stream keeps no
+        #: copy of it.
         self._prefix: list[bytes] | None = []
         #: Frames for which this returns False are skipped before the provider sees them
         #: (resumable streams drop the events a server replays after a reconnection).
@@ -171,11 +170,8 @@ class Pipeline:
         if chunk.__class__ is not bytes and not isinstance(chunk, (bytearray, memoryview)):
             raise TypeError(_not_bytes(chunk))
         seen = self.bytes_seen
-        if seen < _PREFIX_BYTES:
-            if not seen:
-                self._head = bytes(chunk[:64])
-            if self._prefix is not None:
-                self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
+        if seen < _PREFIX_BYTES and self._prefix is not None:
+            self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
         out: list[Event] = []
         if self._decoder is None and not self._choose_framing(bytes(chunk)):
@@ -330,16 +326,19 @@ class Pipeline:
         exc.provider = exc.provider or name
         if not exc.message.startswith(f"{name}: "):
             hint = ""
-            if not self.frames_seen and self._body_start() == b"[":
+            if not self.frames_seen and self._body_head().startswith(b"["):
                 hint = f" ({_JSON_ARRAY_HINT})"
             exc.message = f"{name}: {exc.message} (frame {self.frames_seen}){hint}"
             exc.args = (exc.message, *exc.args[1:])
         self._add_misread_hint(exc)
         return exc
 
-    def _body_start(self) -> bytes:
-        """The first byte of the input after a BOM and blanks (as far as ``_head`` shows)."""
-        return self._head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    def _body_head(self) -> bytes:
+        """The first bytes of the input after a BOM and blanks (of those kept in ``_prefix``:
+        none once the provider has read the stream)."""
+        if not self._prefix:
+            return b""
+        return b"".join(self._prefix).removeprefix(b"\xef\xbb\xbf").lstrip()
 
     def misread_hint(self) -> str:
         """For a provider the caller named, when the stream failed: ``" (its first frames read
@@ -382,7 +381,7 @@ class Pipeline:
         (no byte, blanks, comments, a field begun)."""
         if self.frames_seen or self.dropped_partial or self.pending is not None:
             return None
-        head = self._head.removeprefix(b"\xef\xbb\xbf").lstrip()
+        head = self._body_head()
         jsonl = isinstance(self._decoder, JsonLinesDecoder)
         starts = (b"{", b"[") if jsonl else (b"data", b"event", b"id", b"retry", b":")
         if not head or head.startswith(starts) or any(s.startswith(head) for s in starts):
