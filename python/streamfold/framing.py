@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from ._core import JsonLinesDecoder, ServerSentEvent, SSEDecoder
 from .errors import ProtocolError
+from .source import refuse_str
 
 __all__ = ["aiter_json_lines", "aiter_sse", "iter_json_lines", "iter_sse"]
 
@@ -25,16 +26,7 @@ _T = TypeVar("_T")
 
 def _refuse_str(chunks: object, *, asynchronous: bool = False) -> None:
     """Refuse what is not an iterable of bytes chunks, saying what to pass instead."""
-    if isinstance(chunks, str):
-        raise TypeError(
-            "expected an iterable of bytes, got str: pass the raw response bytes "
-            "(httpx: response.iter_bytes())"
-        )
-    if isinstance(chunks, (bytes, bytearray, memoryview)):
-        raise TypeError(
-            f"expected an iterable of bytes chunks, got {type(chunks).__name__}: "
-            "wrap a whole body as [body]"
-        )
+    refuse_str(chunks)
     protocol = "__aiter__" if asynchronous else "__iter__"
     if not hasattr(chunks, protocol):
         method = "aiter_bytes()" if asynchronous else "iter_bytes()"

@@ -14,22 +14,25 @@ from typing import Any
 
 from .http import is_response
 
-__all__ = ["async_byte_chunks", "sync_byte_chunks"]
+__all__ = ["async_byte_chunks", "refuse_str", "sync_byte_chunks"]
 
 
-def _refuse_str(source: object) -> None:
+def refuse_str(source: object) -> None:
+    """Refuse a ``str`` or a whole ``bytes`` body where an iterable of bytes chunks belongs,
+    saying what to pass (iterating either would give characters or ints)."""
     if isinstance(source, (str, bytes, bytearray, memoryview)):
         kind = type(source).__name__
         raise TypeError(
             f"expected an iterable of bytes chunks, got {kind}: wrap a whole body as [body]"
             if kind != "str"
-            else "expected an iterable of bytes chunks, got str: pass the raw response bytes"
+            else "expected an iterable of bytes chunks, got str: pass the raw response bytes "
+            "(httpx: response.iter_bytes())"
         )
 
 
 @contextlib.contextmanager
 def sync_byte_chunks(source: Any, provider: str) -> Iterator[Iterator[bytes]]:
-    _refuse_str(source)
+    refuse_str(source)
     if not isinstance(source, Iterable) or _looks_like_response(source):
         from .http import sync_response_chunks
 
@@ -47,7 +50,7 @@ def sync_byte_chunks(source: Any, provider: str) -> Iterator[Iterator[bytes]]:
 
 @contextlib.asynccontextmanager
 async def async_byte_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
-    _refuse_str(source)
+    refuse_str(source)
     if not isinstance(source, AsyncIterable) or _looks_like_response(source):
         from .http import async_response_chunks
 
