@@ -203,6 +203,15 @@ def _anthropic(message: Message) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
 
 
+def _citation_objects(block: Block) -> list[dict[str, Any]]:
+    """The block's citations as the provider sent them, in the order they came: Anthropic's
+    ``citations_delta`` objects (a web search's ``encrypted_index`` must go back), Responses'
+    ``output_text.annotation.added`` annotations (``url_citation``, ``file_citation``…, the
+    order ``output_item.done`` lists them in). A citation without such an object (events
+    built by hand) has nothing the API would accept and is left out."""
+    return [c.raw for c in block.citations if _is_typed(c.raw)]
+
+
 def _anthropic_text(block: Block) -> dict[str, Any] | None:
     """A text block with its citations: the web search ``encrypted_index`` (and a document
     citation's location) must go back for the next turn to keep them, so each citation object
@@ -210,7 +219,7 @@ def _anthropic_text(block: Block) -> dict[str, Any] | None:
     if not block.text:
         return None
     item: dict[str, Any] = {"type": "text", "text": block.text}
-    citations = [c.raw for c in block.citations if _is_typed(c.raw)]
+    citations = _citation_objects(block)
     if citations:
         item["citations"] = citations
     return item
@@ -251,20 +260,11 @@ def _item_id(block: Block) -> str | None:
     return None
 
 
-def _annotations(block: Block) -> list[dict[str, Any]]:
-    """The ``output_text`` part's annotations as received: each citation of a Responses text
-    block is one ``output_text.annotation.added`` and keeps its annotation object (``url_citation``
-    with its url and title, ``file_citation``…) in ``raw``, in the order they came, which is
-    the order ``output_item.done`` lists them in. A citation without such an object (events
-    built by hand) has nothing the API would accept and is left out."""
-    return [c.raw for c in block.citations if _is_typed(c.raw)]
-
-
 def _openai_responses(message: Message) -> list[dict[str, Any]]:
     # Responses API input items, as the output items were: reasoning {type, id, summary[
     # {type: "summary_text", text}], encrypted_content}, message {type, id, role, status,
     # content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]}
-    # (annotations as received: ``_annotations``),
+    # (annotations as received: ``_citation_objects``),
     # function_call {type, call_id, name, arguments: JSON text, id}.
     # https://platform.openai.com/docs/api-reference/responses/create#responses-create-input
     # https://platform.openai.com/docs/guides/function-calling (append output, then outputs)
@@ -291,7 +291,7 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
             items.append(current)
         elif kind in ("text", "refusal"):
             part: dict[str, Any] = (
-                {"type": "output_text", "text": block.text, "annotations": _annotations(block)}
+                {"type": "output_text", "text": block.text, "annotations": _citation_objects(block)}
                 if kind == "text"
                 else {"type": "refusal", "refusal": block.text}
             )
