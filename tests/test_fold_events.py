@@ -35,14 +35,14 @@ from streamfold.events import (
 from streamfold.message import Citation, Message, ToolResult, Usage
 
 
-def feed(events: Iterable[Event], provider: str = "test", *, strict: bool = False) -> sf.Folder:
+def feed(events: Iterable[Event], provider: str = "openai", *, strict: bool = False) -> sf.Folder:
     folder = sf.Folder(provider, strict=strict)
     for event in events:
         folder.add(event)
     return folder
 
 
-def fold(events: Iterable[Event], provider: str = "test", *, strict: bool = False) -> Message:
+def fold(events: Iterable[Event], provider: str = "openai", *, strict: bool = False) -> Message:
     return feed(events, provider, strict=strict).result()
 
 
@@ -73,7 +73,7 @@ def test_complete_message_with_its_terminal_event() -> None:
     m = fold([MessageStart(id="m1", model="x"), *text_block(0, "Hel", "lo"), end()])
     assert m.complete
     assert m.text == "Hello"
-    assert (m.id, m.model, m.role, m.provider) == ("m1", "x", "assistant", "test")
+    assert (m.id, m.model, m.role, m.provider) == ("m1", "x", "assistant", "openai")
     assert m.finish_reason == "stop"
     assert m.raw_finish_reason == "STOP"
     assert m.choices == [m]
@@ -1000,5 +1000,18 @@ def test_a_folder_driven_by_hand_over_auto_events_learns_the_detected_provider()
         assert message == sf.fold([body])
         assert message.to_request() == {"role": "assistant", "content": "Hi"}
     # A provider the caller named stays.
-    named = feed([Notice(kind="provider_detected", data="openai"), MessageStart(), end()], "x")
-    assert named.result().provider == "x"
+    named = feed(
+        [Notice(kind="provider_detected", data="openai"), MessageStart(), end()], "mistral"
+    )
+    assert named.result().provider == "mistral"
+
+
+def test_a_folder_refuses_an_unknown_provider_name_as_fold_does() -> None:
+    # `sf.Folder("nope")` was accepted silently, and every message and error then named "nope".
+    with pytest.raises(ValueError, match="unknown provider 'nope'") as folder_error:
+        sf.Folder("nope")
+    with pytest.raises(ValueError) as fold_error:
+        sf.fold([b""], provider="nope")
+    assert str(folder_error.value) == str(fold_error.value)
+    assert "anthropic" in str(folder_error.value)
+    assert all(sf.Folder(name).provider == name for name in sf.PROVIDER_NAMES)

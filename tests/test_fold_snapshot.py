@@ -26,7 +26,7 @@ from test_fold_streams import CASES, _anthropic_pieces, _openai_pieces, _utf16_p
 
 
 def test_unchanged_blocks_are_reused_and_changed_ones_rebuilt() -> None:
-    f = sf.Folder("test")
+    f = sf.Folder("openai")
     f.add(MessageStart())
     for i in range(5):
         f.add(BlockStart(index=i, kind="text"))
@@ -125,7 +125,7 @@ def test_open_tool_call_exposes_partial_arguments() -> None:
 
 
 def test_snapshot_of_a_finished_message_equals_the_result() -> None:
-    f = sf.Folder("test")
+    f = sf.Folder("openai")
     f.add(MessageStart(id="m"))
     f.add(BlockStart(index=0, kind="text"))
     f.add(BlockDelta(index=0, kind="text", text="done"))
@@ -207,7 +207,7 @@ def test_a_character_split_between_deltas_is_shown_whole_while_the_block_is_open
     """A JavaScript host may cut an emoji into its UTF-16 halves across two deltas. A live
     view shows the first half only with the second: text only grows by appending, and every
     snapshot's text can be encoded (a UI sends it on as UTF-8)."""
-    f = sf.Folder("test")
+    f = sf.Folder("openai")
     f.add(MessageStart())
     f.add(BlockStart(index=0, kind="text"))
     f.add(BlockDelta(index=0, kind="text", text="a\ud83d"))

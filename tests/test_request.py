@@ -25,7 +25,7 @@ from streamfold.message import BlockKind, Citation, Message
 from streamfold.request import REQUEST_PROVIDERS
 
 
-def fold(events: Iterable[Event], provider: str = "test") -> Message:
+def fold(events: Iterable[Event], provider: str = "") -> Message:
     folder = sf.Folder(provider)
     for event in [MessageStart(), *events, MessageEnd(finish_reason="stop", raw_finish_reason="x")]:
         folder.add(event)

@@ -67,6 +67,7 @@ from .message import (
     ToolResult,
     Usage,
 )
+from .providers import check_provider_name
 
 __all__ = ["Folder"]
 
@@ -499,6 +500,7 @@ class Folder:
     ``provider`` names the provider for messages and errors (``Message.provider``, the default
     of ``Message.to_request``); left empty (or ``"auto"``), it is the one a
     ``Notice(kind="provider_detected")`` names (the first event of ``events(provider="auto")``).
+    A name ``provider=`` does not know raises ``ValueError``, as it does for ``fold``.
     With ``strict=True`` a broken rule of the event contract (a delta for a block never
     started, a step ended that never started, a mismatch between Onecortex ``done.result``
     and the joined text) raises :class:`ProtocolError`; by default
@@ -537,6 +539,8 @@ class Folder:
     )
 
     def __init__(self, provider: str = "", *, strict: bool = False) -> None:
+        if provider:
+            check_provider_name(provider)
         self.provider = provider
         self.strict = strict
         self._choices: dict[int, _Choice] = {}

@@ -649,7 +649,7 @@ class _StreamBase:
         max_delay: float,
         request_kwargs: dict[str, Any],
     ) -> None:
-        from .providers import PROVIDER_NAMES
+        from .providers import check_provider_name
 
         try:
             import httpx  # noqa: F401  (each request is made with it)
@@ -660,10 +660,7 @@ class _StreamBase:
                 "response of your own client)",
                 name="httpx",
             ) from exc
-        if provider not in PROVIDER_NAMES:
-            raise ValueError(
-                f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDER_NAMES)}"
-            )
+        check_provider_name(provider)
         self.method = method
         self.url = url
         self.provider = provider

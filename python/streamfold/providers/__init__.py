@@ -6,7 +6,7 @@ import importlib
 
 from .base import Provider
 
-__all__ = ["PROVIDER_NAMES", "Provider", "get_provider"]
+__all__ = ["PROVIDER_NAMES", "Provider", "check_provider_name", "get_provider"]
 
 # name -> (module, class). Modules are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -26,6 +26,16 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 PROVIDER_NAMES: tuple[str, ...] = (*_REGISTRY, "auto")
 
 
+def check_provider_name(name: object) -> None:
+    """Raise the ``ValueError`` every ``provider=`` gives for a name it does not know."""
+    if name not in PROVIDER_NAMES:
+        raise _unknown(name)
+
+
+def _unknown(name: object) -> ValueError:
+    return ValueError(f"unknown provider {name!r}; expected one of: {', '.join(PROVIDER_NAMES)}")
+
+
 #: Classes already imported: ``import_module`` costs microseconds even for a loaded module,
 #: which shows on short streams (one provider is made per stream).
 _CLASSES: dict[str, type[Provider]] = {}
@@ -38,9 +48,7 @@ def provider_class(name: str) -> type[Provider]:
     try:
         module_name, class_name = _REGISTRY[name]
     except KeyError:
-        raise ValueError(
-            f"unknown provider {name!r}; expected one of: {', '.join(PROVIDER_NAMES)}"
-        ) from None
+        raise _unknown(name) from None
     module = importlib.import_module(f"{__name__}.{module_name}")
     loaded: type[Provider] = getattr(module, class_name)
     _CLASSES[name] = loaded
