@@ -597,14 +597,41 @@ def test_events_do_not_see_a_bytearray_changed_after_feed() -> None:
         assert event.event == "a"
 
 
-def test_a_negative_size_limit_is_a_value_error_naming_it() -> None:
-    with pytest.raises(ValueError, match=r"max_event_bytes must be 0 or more, got -1"):
-        SSEDecoder(max_event_bytes=-1)
-    with pytest.raises(ValueError, match=r"max_line_bytes must be 0 or more, got -5"):
-        sf.JsonLinesDecoder(max_line_bytes=-5)
-    with pytest.raises(ValueError, match=r"max_event_bytes must be 0 or more, got -1"):
-        sf.fold([b"data: {}\n\n"], provider="openai", max_event_bytes=-1)
-    assert SSEDecoder(max_event_bytes=7).max_event_bytes == 7
+@pytest.mark.parametrize("limit", [0, -1, -5])
+def test_a_size_limit_below_one_is_a_value_error_naming_it(limit: int) -> None:
+    # A limit of 0 was accepted and then refused every event as too large.
+    must = rf"must be 1 or more, got {limit}\b"
+    with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
+        SSEDecoder(max_event_bytes=limit)
+    with pytest.raises(ValueError, match=rf"max_line_bytes {must}"):
+        sf.JsonLinesDecoder(max_line_bytes=limit)
+    with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
+        list(sf.iter_sse([b"data: {}\n\n"], max_event_bytes=limit))
+    with pytest.raises(ValueError, match=rf"max_line_bytes {must}"):
+        list(sf.iter_json_lines([b"{}\n"], max_line_bytes=limit))
+    # fold/events name their own option, for JSON lines and ``auto`` too.
+    for provider, body in [
+        ("openai", b"data: {}\n\n"),
+        ("cohere-v1", b"{}\n"),
+        ("auto", b"data: {}\n\n"),
+        ("auto", b"{}\n"),
+    ]:
+        with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
+            sf.fold([body], provider=provider, max_event_bytes=limit)
+        with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
+            list(sf.events([body], provider=provider, max_event_bytes=limit))
+    # The HTTP and resumable forms refuse it before connecting.
+    for make in (sf.stream, sf.astream):
+        with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
+            make("GET", "http://127.0.0.1:9/", provider="openai", max_event_bytes=limit)
+
+    def connect(cursor: sf.Cursor) -> Iterable[bytes]:
+        pytest.fail("connected with an invalid max_event_bytes")
+
+    with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
+        sf.fold_resumable(connect, "openai", max_event_bytes=limit)
+    assert SSEDecoder(max_event_bytes=1).max_event_bytes == 1
+    assert sf.JsonLinesDecoder(max_line_bytes=1).max_line_bytes == 1
     assert sf.JsonLinesDecoder().max_line_bytes == 16 * 2**20
 
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._transport import connection_lost, is_transport_error
 from .errors import ProtocolError, StreamError, StreamfoldError
-from .pipeline import DEFAULT_MAX_EVENT_BYTES
+from .pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -661,6 +661,7 @@ class _StreamBase:
                 name="httpx",
             ) from exc
         check_provider_name(provider)
+        check_max_event_bytes(max_event_bytes)
         self.method = method
         self.url = url
         self.provider = provider

@@ -51,6 +51,14 @@ def _not_bytes(chunk: object) -> str:
     )
 
 
+def check_max_event_bytes(limit: int) -> None:
+    """Raise the ``ValueError`` the decoders give for a limit below 1 (or immense), naming
+    ``max_event_bytes``: for the forms that make their decoders later (``auto``, each
+    connection of a resumable stream)."""
+    if not (type(limit) is int and 0 < limit < 2**63):
+        SSEDecoder(max_event_bytes=limit)
+
+
 class Pipeline:
     """Feed bytes, get events. Synchronous and I/O-free."""
 
@@ -85,6 +93,11 @@ class Pipeline:
         self.provider = (
             get_provider(provider, strict=strict) if isinstance(provider, str) else provider
         )
+        framing = getattr(self.provider, "framing", "sse")
+        if framing != "sse":
+            # A JSON-lines decoder would name the limit max_line_bytes, and ``auto`` makes its
+            # decoders only once bytes arrive.
+            check_max_event_bytes(max_event_bytes)
         self._max_event_bytes = max_event_bytes
         self._decoder: SSEDecoder | JsonLinesDecoder | None = None
         #: For ``auto``, while only blanks have come: both decoders, each fed every blank
@@ -96,7 +109,6 @@ class Pipeline:
         #: inside a line; either: a line over the size limit), raised if the stream turns out
         #: to be in its framing.
         self._sniff_errors: list[ProtocolError | None] = [None, None]
-        framing = getattr(self.provider, "framing", "sse")
         if framing == "sse":
             self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         elif framing == "jsonl":

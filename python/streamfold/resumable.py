@@ -69,7 +69,7 @@ from .errors import IncompleteStreamError, ProtocolError, StreamError, Streamfol
 from .events import Event, Notice
 from .folder import Folder
 from .http import is_response
-from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
+from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline, check_max_event_bytes
 from .providers import Provider, get_provider
 from .source import async_byte_chunks, sync_byte_chunks
 
@@ -176,6 +176,7 @@ class _Resumer:
     ) -> None:
         if max_reconnects < 0:
             raise ValueError("max_reconnects must be >= 0")
+        check_max_event_bytes(max_event_bytes)
         self.provider = (
             get_provider(provider, strict=strict) if isinstance(provider, str) else provider
         )

@@ -674,8 +674,8 @@ const KEEP_STEPS: usize = 8;
 const STEP_BYTES_GUESS: usize = 128;
 const KEEP_ARENA: usize = 1024;
 
-/// A size limit given from Python: a negative or immense one is a `ValueError` naming the
-/// option, not the `OverflowError` of a conversion to `usize`.
+/// A size limit given from Python: zero, a negative or an immense one is a `ValueError` naming
+/// the option, not the `OverflowError` of a conversion to `usize`.
 fn size_limit(value: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
     let limit: i128 = value.extract().map_err(|err| {
         if value.is_instance_of::<PyInt>() {
@@ -684,13 +684,14 @@ fn size_limit(value: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
             err
         }
     })?;
-    usize::try_from(limit).map_err(|_| {
-        if limit < 0 {
-            PyValueError::new_err(format!("{name} must be 0 or more, got {limit}"))
-        } else {
-            PyValueError::new_err(format!("{name} is too large: {limit}"))
-        }
-    })
+    // A limit of 0 would refuse every event that carries a byte: a mistake, not a setting.
+    if limit < 1 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be 1 or more, got {limit}"
+        )));
+    }
+    usize::try_from(limit)
+        .map_err(|_| PyValueError::new_err(format!("{name} is too large: {limit}")))
 }
 
 fn event_limit(value: &Bound<'_, PyAny>) -> PyResult<usize> {
