@@ -13,6 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import streamfold as sf
 from streamfold import ProtocolError, ServerSentEvent, SSEDecoder
 
 
@@ -122,6 +123,9 @@ def test_not_json_is_also_the_json_decode_error_httpx_sse_raises(data: str, pos:
         with pytest.raises(json.JSONDecodeError) as info:
             ev.json()
         error = info.value
+        # Exported, so code can catch the one error `json()` raises by its own name.
+        assert type(error) is sf.InvalidEventJsonError
+        assert "InvalidEventJsonError" in sf.__all__
         assert isinstance(error, ProtocolError) and error.event == ev.event
         assert (error.doc, error.pos) == (data, pos)
         with pytest.raises(json.JSONDecodeError) as want:
