@@ -594,6 +594,80 @@ def test_stream_resume_sends_a_non_ascii_last_event_id(stream_server: StreamServ
     assert seen[1].headers["Last-Event-ID"].startswith("évt-")
 
 
+def stream_headers(seen: Any) -> dict[str, str]:
+    """The request's ``Accept`` and ``Cache-Control`` as the server saw them."""
+    return {
+        k.lower(): v for k, v in seen.headers.items() if k.lower() in ("accept", "cache-control")
+    }
+
+
+# What the server saw, for the headers given: httpx-sse's `Accept: text/event-stream` and
+# `Cache-Control: no-store` unless `headers=` names them (in any case); Cohere v1 (JSON lines)
+# and `auto` keep httpx's `Accept: */*`.
+STREAM_HEADER_CASES: list[tuple[str, Any, dict[str, str]]] = [
+    ("onecortex", None, {"accept": "text/event-stream", "cache-control": "no-store"}),
+    (
+        "onecortex",
+        {"ACCEPT": "application/x-mine"},
+        {"accept": "application/x-mine", "cache-control": "no-store"},
+    ),
+    (
+        "onecortex",
+        [("cache-control", "max-age=0")],
+        {"accept": "text/event-stream", "cache-control": "max-age=0"},
+    ),
+    ("cohere-v1", None, {"accept": "*/*", "cache-control": "no-store"}),
+    ("auto", {"X-Other": "1"}, {"accept": "*/*", "cache-control": "no-store"}),
+]
+
+
+@pytest.mark.parametrize(("provider", "headers", "expected"), STREAM_HEADER_CASES)
+def test_stream_sends_the_sse_request_headers(
+    stream_server: StreamServer, provider: str, headers: Any, expected: dict[str, str]
+) -> None:
+    # sf.stream sent neither header, where httpx-sse's connect_sse sends both.
+    rid = f"stream-headers-{provider}-{headers!r}"
+    name = "cohere-v1" if provider == "cohere-v1" else "onecortex"
+    options = {} if headers is None else {"headers": headers}
+    # Onecortex is cut once: the reconnection sends the headers too.
+    params = {"rid": rid, "cut": 400} if name == "onecortex" else {"rid": rid}
+    url = stream_server.url(f"/stream/{name}")
+    with sf.stream(
+        "GET", url, provider=provider, resume=True, initial_delay=0.005, params=params, **options
+    ) as s:
+        message = s.fold()
+    assert message == sf.fold([STREAMS[name][2]], provider=provider)
+    seen = stream_server.seen(rid)
+    assert len(seen) == (2 if name == "onecortex" else 1)
+    assert [stream_headers(request) for request in seen] == [expected] * len(seen)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.anyio
+@pytest.mark.parametrize(("provider", "headers", "expected"), STREAM_HEADER_CASES)
+async def test_astream_sends_the_sse_request_headers(
+    anyio_backend: str,
+    stream_server: StreamServer,
+    provider: str,
+    headers: Any,
+    expected: dict[str, str],
+) -> None:
+    rid = f"astream-headers-{anyio_backend}-{provider}-{headers!r}"
+    name = "cohere-v1" if provider == "cohere-v1" else "onecortex"
+    options = {} if headers is None else {"headers": headers}
+    # Onecortex is cut once: the reconnection sends the headers too.
+    params = {"rid": rid, "cut": 400} if name == "onecortex" else {"rid": rid}
+    url = stream_server.url(f"/stream/{name}")
+    async with sf.astream(
+        "GET", url, provider=provider, resume=True, initial_delay=0.005, params=params, **options
+    ) as s:
+        message = await s.fold()
+    assert message == sf.fold([STREAMS[name][2]], provider=provider)
+    seen = stream_server.seen(rid)
+    assert len(seen) == (2 if name == "onecortex" else 1)
+    assert [stream_headers(request) for request in seen] == [expected] * len(seen)
+
+
 def message_sequence_before_cut(body: bytes) -> int:
     """The sequence of the last event wholly before the first multi-byte character."""
     first_multibyte = next(i for i, b in enumerate(body) if b >= 0xC0)

@@ -630,6 +630,36 @@ def _merge_cursor(url: Any, request_kwargs: dict[str, Any], cursor: Cursor) -> d
     return kwargs
 
 
+def _with_stream_headers(request_kwargs: dict[str, Any], provider: str) -> dict[str, Any]:
+    """``request_kwargs`` with the headers httpx-sse's ``connect_sse`` sends (``Accept:
+    text/event-stream``, ``Cache-Control: no-store``), each unless ``headers=`` names it
+    already, in any case. ``Accept`` only for the providers that stream SSE: Cohere v1 streams
+    JSON lines and ``auto`` may be it, so theirs stays httpx's ``*/*``."""
+    import httpx
+
+    given: Any = request_kwargs.get("headers")
+    if given is None:
+        pairs: list[tuple[Any, Any]] = []
+    elif isinstance(given, httpx.Headers):
+        pairs = given.multi_items()
+    elif hasattr(given, "items"):
+        pairs = list(given.items())
+    else:
+        pairs = list(given)
+    named = {
+        (name.decode("latin-1") if isinstance(name, bytes) else str(name)).lower()
+        for name, _ in pairs
+    }
+    wanted = [("Cache-Control", "no-store")]
+    if provider != "auto" and _expected_types(provider) == _SSE_TYPES:
+        wanted.insert(0, ("Accept", "text/event-stream"))
+    missing = [(name, value) for name, value in wanted if name.lower() not in named]
+    if not missing:
+        return request_kwargs
+    # Pairs, not an ``httpx.Headers``: the caller's values reach httpx as they were given.
+    return {**request_kwargs, "headers": [*pairs, *missing]}
+
+
 class _StreamBase:
     """What the sync and async streams share: options, the fold, the response."""
 
@@ -675,7 +705,7 @@ class _StreamBase:
             "initial_delay": initial_delay,
             "max_delay": max_delay,
         }
-        self._request_kwargs = request_kwargs
+        self._request_kwargs = _with_stream_headers(request_kwargs, provider)
         self._folder: Folder | None = None
         #: The response of the first request (``None`` until the stream is opened).
         self.response: httpx.Response | None = None
