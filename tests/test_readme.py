@@ -57,3 +57,47 @@ def test_every_error_class_the_docs_name_is_public() -> None:
         assert issubclass(cls, sf.StreamfoldError) or name == "IdleTimeoutError", name
         assert cls.__module__.split(".")[0] == "streamfold"
     assert issubclass(sf.ConnectionLostError, sf.IncompleteStreamError)
+
+
+def _call_arguments(text: str, start: int) -> str:
+    """The text between the parenthesis opened just before ``start`` and its match."""
+    depth = 1
+    for end in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[start:end]
+    raise AssertionError(f"unbalanced call at {text[start - 40 : start]!r}")
+
+
+def test_every_client_a_snippet_makes_has_the_timeout_sf_stream_uses() -> None:
+    # A user copies these: with httpx's default 5 s read timeout (aiohttp's 300 s in all) a
+    # model that thinks for a while before its next byte cut the stream.
+    import aiohttp
+    import httpx
+
+    from streamfold import http as http_module
+
+    read, connect = http_module._DEFAULT_TIMEOUT
+    docs = [README, *sorted((README.parent / "docs").glob("*.md"))]
+    package = README.parent / "python" / "streamfold"
+    texts = {doc.name: doc.read_text("utf-8") for doc in docs}
+    for module in sorted(package.glob("*.py")):
+        source = module.read_text("utf-8")
+        texts[module.name] = source[: source.find('"""', 3) + 3]  # the module's docstring
+    names = {"httpx": httpx, "aiohttp": aiohttp}
+    seen: dict[str, int] = {}
+    for name, text in texts.items():
+        for call in re.finditer(r"\b(httpx\.(?:Async)?Client|aiohttp\.ClientSession)\(", text):
+            arguments = _call_arguments(text, call.end())
+            assert "timeout=" in arguments, (name, call.group(), arguments)
+            if call.group(1).startswith("httpx"):
+                given = eval(f"dict({arguments})", names)["timeout"]
+                assert given == httpx.Timeout(read, connect=connect), (name, arguments)
+            seen[call.group(1)] = seen.get(call.group(1), 0) + 1
+        for call in re.finditer(r"\baiohttp\.ClientTimeout\(", text):
+            given = eval(f"aiohttp.ClientTimeout({_call_arguments(text, call.end())})", names)
+            assert (given.total, given.sock_read, given.sock_connect) == (None, read, connect)
+        for call in re.finditer(r"\brequests\.(?:get|post|request)\(", text):
+            arguments = _call_arguments(text, call.end())
+            assert f"timeout=({connect:g}, {read:g})" in arguments, (name, arguments)
+    assert seen.get("httpx.Client", 0) >= 3 and seen.get("aiohttp.ClientSession", 0) >= 1

@@ -2,6 +2,8 @@
 
 ::
 
+    client = httpx.Client(timeout=httpx.Timeout(600, connect=5))  # not httpx's 5 s read timeout
+
     def connect(cursor: sf.Cursor):
         return client.send(
             client.build_request("GET", run_url, params=cursor.params, headers=cursor.headers),
