@@ -250,3 +250,30 @@ def test_snapshot_text_only_grows_when_characters_are_cut_in_utf16_halves(
         snap.text.encode()
         shown = snap.text
     assert shown == text == f.result().text
+
+
+def test_a_snapshot_rebuilds_a_changed_block_whole_and_only_partial_arguments_live() -> None:
+    # What docs/fold.md "Live UIs: snapshots" states about the cost of a snapshot: a changed
+    # block's text and an open call's arguments_json are new strings of all of it (a cost of
+    # the block's size), a single text block's string is shared with Message.text, and
+    # partial_arguments() is the one value extended in place.
+    f = sf.Folder("anthropic")
+    f.add(MessageStart())
+    f.add(BlockStart(index=0, kind="text"))
+    f.add(BlockDelta(index=0, kind="text", text="Hello"))
+    f.add(BlockStart(index=1, kind="tool_call", id="c", name="f"))
+    f.add(BlockDelta(index=1, kind="tool_call", text='{"q": "a'))
+    first = f.snapshot()
+    f.add(BlockDelta(index=0, kind="text", text=", world"))
+    second = f.snapshot()
+    assert (first.blocks[0].text, second.blocks[0].text) == ("Hello", "Hello, world")
+    assert second.text is second.blocks[0].text  # one text block: shared, not joined again
+    assert second.blocks[1] is first.blocks[1]  # untouched: the same object
+    f.add(BlockDelta(index=1, kind="tool_call", text='bc", "n": 1'))
+    third = f.snapshot()
+    assert third.blocks[0] is second.blocks[0]
+    old_call, new_call = first.tool_calls[0], third.tool_calls[0]
+    assert (old_call.arguments_json, new_call.arguments_json) == ('{"q": "a', '{"q": "abc", "n": 1')
+    live = new_call.partial_arguments()
+    assert old_call.partial_arguments() is live  # the accumulator's object, grown in place
+    assert live == {"q": "abc"}  # `"n": 1` may still grow: left out

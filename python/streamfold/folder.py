@@ -5,9 +5,10 @@
 :meth:`Folder.result`). ``add`` is the hot path: one dict lookup on the event class, then a few
 attribute stores; text is kept as a list of pieces per block and joined when a snapshot needs it.
 
-Snapshots are incremental: a block touched since the last snapshot is rebuilt (its pieces
-joined once, its ``Block`` and ``ToolCall`` made anew); every other block, and the whole
-message when nothing changed, is the object the previous snapshot returned. Objects handed out
+Snapshots reuse what did not change: a block touched since the last snapshot is rebuilt whole
+(its pieces joined once into a new ``str`` of all its text, its ``Block`` and ``ToolCall`` made
+anew, so the cost is the size of that block, not of its new text); every other block, and the
+whole message when nothing changed, is the object the previous snapshot returned. Objects handed out
 are never mutated afterwards, so an old snapshot stays as it was; treat them as read-only, since
 unchanged parts are shared between snapshots. The one exception is an open tool call's
 ``arguments_partial``: the accumulator's live partial value, extended in place (deep-copy it to
@@ -642,9 +643,11 @@ class Folder:
         return self._run_terminal or not self._run_seen
 
     def snapshot(self) -> Message:
-        """The message so far (choice 0; every choice in ``.choices``). Costs time in
-        proportion to what changed since the last snapshot; open tool calls show their
-        best-effort arguments in ``ToolCall.partial_arguments()``."""
+        """The message so far (choice 0; every choice in ``.choices``). Blocks not touched
+        since the last snapshot are reused; a touched block is rebuilt whole (its text and an
+        open call's ``arguments_json`` are new ``str`` of all of it), so the cost is the size
+        of the changed blocks, not of the new text. Open tool calls show their best-effort
+        arguments in ``ToolCall.partial_arguments()``, the one part kept up incrementally."""
         return self._build()[0]
 
     def result(self) -> Message:
