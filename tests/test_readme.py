@@ -54,7 +54,7 @@ def test_every_error_class_the_docs_name_is_public() -> None:
     assert set(sf.__all__) >= set(ours)
     for name in ours:
         cls = getattr(sf, name)
-        assert issubclass(cls, sf.StreamfoldError) or name == "IdleTimeoutError", name
+        assert issubclass(cls, sf.StreamfoldError), name
         assert cls.__module__.split(".")[0] == "streamfold"
     assert issubclass(sf.ConnectionLostError, sf.IncompleteStreamError)
 

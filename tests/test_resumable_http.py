@@ -283,6 +283,35 @@ async def test_idle_timeout_covers_a_refused_reconnection_whose_error_body_stall
     assert stream_server.wait_disconnect(rid, 0)  # left during the stall, not after it
 
 
+@pytest.mark.anyio
+async def test_idle_timeout_before_the_first_byte_is_a_streamfold_error(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # A first connection whose body sends nothing is raised as it is (nothing to resume, no
+    # partial): it was a TimeoutError only, which `except sf.StreamfoldError` let through.
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, "stall": 5, "stall_at": 0}
+    with pytest.raises(sf.StreamfoldError) as info:
+        await client.fold_resumable(url, "onecortex", query, idle_timeout=0.3, **FAST)
+    assert type(info.value) is sf.IdleTimeoutError
+    assert isinstance(info.value, TimeoutError)  # `except TimeoutError` still catches it
+    assert len(stream_server.seen(rid)) == 1
+
+
+def test_stream_idle_timeout_before_the_first_byte_is_a_streamfold_error(
+    stream_server: StreamServer, rid: str
+) -> None:
+    params = {"rid": rid, "stall": 5, "stall_at": 0}
+    url = stream_server.url("/stream/onecortex")
+    with (
+        pytest.raises(sf.StreamfoldError) as info,
+        sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=0.3) as s,
+    ):
+        s.fold()
+    assert type(info.value) is sf.IdleTimeoutError
+    assert isinstance(info.value, TimeoutError)
+
+
 def test_stream_idle_timeout_covers_a_reconnection_that_never_answers(
     stream_server: StreamServer, rid: str
 ) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import ConnectionLostError, StreamfoldError
+from .errors import ConnectionLostError, IdleTimeoutError, StreamfoldError
 
 __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 
@@ -29,7 +29,7 @@ _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def is_transport_error(exc: BaseException) -> bool:
     """A failure of the connection rather than of the program or of the stream's content."""
-    if isinstance(exc, ConnectionLostError):
+    if isinstance(exc, (ConnectionLostError, IdleTimeoutError)):
         return True
     if isinstance(exc, StreamfoldError):
         return False

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "ConnectionLostError",
+    "IdleTimeoutError",
     "IncompleteJsonError",
     "IncompleteStreamError",
     "InvalidEventJsonError",
@@ -105,6 +106,14 @@ class IncompleteStreamError(StreamfoldError):
 class ConnectionLostError(IncompleteStreamError):
     """The connection failed while the body was being read (its ``__cause__`` is the client's
     own exception). A subclass of ``IncompleteStreamError``: the answer is cut short."""
+
+
+class IdleTimeoutError(StreamfoldError, TimeoutError):
+    """No byte arrived for ``idle_timeout`` seconds: the connection is treated as dropped.
+
+    A resumable stream reconnects after it (then, if it gives up, it is the ``__cause__`` of
+    ``IncompleteStreamError``); on a first connection that sent no byte of its body it is
+    raised as it is. Also a ``TimeoutError``, so ``except TimeoutError`` catches it."""
 
 
 class StreamError(StreamfoldError):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._core import JsonLinesDecoder, SSEDecoder
-from ._transport import ConnectionLostError, as_connection_lost
+from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
 from .events import BlockDelta, BlockStart, Event, MessageEnd, Notice
 from .providers import Provider, get_provider, provider_class
@@ -271,7 +271,7 @@ class Pipeline:
         adapters' ``ConnectionLostError``, or a client's own exception from a plain iterable
         such as ``response.iter_bytes()``); ``None`` for any other error (a bug, or the
         stream's own error), which is raised as it is. Then call ``lost``."""
-        if isinstance(exc, StreamfoldError) and not isinstance(exc, ConnectionLostError):
+        if isinstance(exc, StreamfoldError) and not is_transport_error(exc):
             return None
         return as_connection_lost(exc, self.provider_name, self.bytes_seen)
 

@@ -67,7 +67,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._core import ServerSentEvent, SSEDecoder
 from ._transport import ConnectionLostError, is_transport_error
-from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
+from .errors import (
+    IdleTimeoutError,
+    IncompleteStreamError,
+    ProtocolError,
+    StreamError,
+    StreamfoldError,
+)
 from .events import Event, Notice
 from .folder import Folder
 from .http import is_response
@@ -100,10 +106,6 @@ _IDS_KEPT = 1024
 _MAX_ID_DIGITS = 30
 _DIGIT_RUN = re.compile(r"[0-9]+")
 _JITTER = 0.25
-
-
-class IdleTimeoutError(TimeoutError):
-    """No byte arrived for ``idle_timeout`` seconds: the connection is treated as dropped."""
 
 
 @dataclass(frozen=True)
