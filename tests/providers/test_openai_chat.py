@@ -182,6 +182,58 @@ def test_azure_first_chunk_with_empty_choices_is_not_usage() -> None:
     assert type(result.events[0]) is MessageStart
 
 
+#: Groq's usage as its older streams send it (in ``x_groq`` of the finishing chunk), with the
+#: timings Groq adds to the OpenAI counters.
+GROQ_USAGE = {
+    "queue_time": 0.02,
+    "prompt_tokens": 41,
+    "prompt_time": 0.003,
+    "completion_tokens": 9,
+    "completion_time": 0.008,
+    "total_tokens": 50,
+    "total_time": 0.011,
+}
+
+
+def groq_stream(**top: Any) -> bytes:
+    """A Groq-style stream (WIRE_FORMATS §3 ``x_groq``): ``x_groq.id`` on the first chunk, the
+    usage in ``x_groq.usage`` of the finishing chunk, no ``include_usage`` chunk."""
+    first = chunk(choice(role="assistant", content=""), x_groq={"id": "req_01abc"})
+    finishing = chunk(choice(finish="stop"), x_groq={"id": "req_01abc", "usage": GROQ_USAGE}, **top)
+    return sse(
+        first, chunk(choice(content="Hi")), chunk(choice(content=" there")), finishing, "[DONE]"
+    )
+
+
+def test_groq_usage_in_x_groq_is_read() -> None:
+    result = run(groq_stream(), "openai")
+    assert result.error is None and result.warnings == []
+    assert [e.usage.raw for e in result.of(UsageUpdate)] == [GROQ_USAGE]
+    message = sf.fold([groq_stream()], provider="openai")
+    assert message.text == "Hi there"
+    assert message.usage is not None
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (41, 9)
+    assert message.usage.total_tokens == 50
+    assert message.usage.raw == GROQ_USAGE
+
+
+def test_a_top_level_usage_wins_over_x_groq() -> None:
+    top = {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
+    message = sf.fold([groq_stream(usage=top)], provider="openai")
+    assert message.usage is not None and message.usage.raw == top
+    # A null top-level ``usage`` (OpenAI's "all other chunks") does not hide Groq's.
+    message = sf.fold([groq_stream(usage=None)], provider="openai")
+    assert message.usage is not None and message.usage.raw == GROQ_USAGE
+
+
+def test_an_x_groq_usage_that_is_not_an_object_is_a_protocol_error() -> None:
+    bad = sse(chunk(choice(content="a")), chunk(choice(finish="stop"), x_groq={"usage": [1]}))
+    result = run(bad, "openai")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert "x_groq.usage is not an object" in str(result.error)
+    assert result.error.provider == "openai" and result.error.position == 1
+
+
 def test_usage_chunk_comes_before_the_message_end_of_the_same_chunk() -> None:
     final = chunk(
         choice(finish="length"),

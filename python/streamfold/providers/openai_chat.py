@@ -34,7 +34,9 @@ How each part maps to events:
   (a ``Notice(kind="logprobs")`` when the chunk carried no text);
 * ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageEnd``;
 * ``usage`` (non-null) -> ``UsageUpdate``, before the ``MessageEnd`` of the same chunk (Mistral
-  and OpenRouter put usage on the finishing chunk; OpenAI on a last chunk with ``choices: []``).
+  and OpenRouter put usage on the finishing chunk; OpenAI on a last chunk with ``choices: []``;
+  Groq's older streams in ``x_groq.usage`` of the finishing chunk, read when there is no
+  top-level ``usage``).
   Azure's first chunk also has ``choices: []`` but no usage: it makes no event;
 * a top-level ``error`` in a data payload (OpenAI, OpenRouter) or an ``event: error`` frame
   (Groq) -> ``StreamError`` after the usage of the same chunk;
@@ -163,6 +165,22 @@ def usage_from_openai(usage: dict[str, Any]) -> Usage:
         ),
         raw=usage,
     )
+
+
+def _chunk_usage(chunk: dict[str, Any]) -> tuple[Any, str]:
+    """The chunk's usage and where it was: top-level ``usage``, else Groq's legacy
+    ``x_groq.usage`` (Groq put the usage of a stream there, on its last chunk, before it took
+    up ``stream_options.include_usage``; the same counters, plus ``queue_time``,
+    ``prompt_time``, ``completion_time``, ``total_time``). A top-level ``usage`` wins when both
+    are there."""
+    usage = chunk.get("usage")
+    if not usage:
+        groq = chunk.get("x_groq")
+        if groq.__class__ is dict:
+            legacy = groq.get("usage")
+            if legacy:
+                return legacy, "x_groq.usage"
+    return usage, "usage"
 
 
 def _logprobs(choice: dict[str, Any]) -> Any:
@@ -405,10 +423,10 @@ class OpenAIChat(Provider):
                         event=frame.event,
                         raw=frame,
                     ) from None
-        usage = chunk.get("usage")
+        usage, where = _chunk_usage(chunk)
         if usage:
             if usage.__class__ is not dict:
-                raise self.protocol_error("usage is not an object", event=frame.event, raw=frame)
+                raise self.protocol_error(f"{where} is not an object", event=frame.event, raw=frame)
             out.append(UsageUpdate(usage=usage_from_openai(usage), raw=frame))
         if finished is not None:
             for state, reason in finished:
@@ -433,7 +451,7 @@ class OpenAIChat(Provider):
             or len(chunk["choices"]) != 1
             or choice.get("finish_reason") is not None
             or _logprobs(choice) is not None
-            or chunk.get("usage")
+            or _chunk_usage(chunk)[0]
             or chunk.get("error")
             or frame.event != "message"
             or self._done
@@ -810,7 +828,7 @@ class OpenAIChat(Provider):
 
     def _error(self, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """An error in the stream: keep the usage of the same chunk, then raise."""
-        usage = chunk.get("usage")
+        usage = _chunk_usage(chunk)[0]
         if usage and usage.__class__ is dict:
             out.append(UsageUpdate(usage=usage_from_openai(usage), raw=frame))
         error = chunk.get("error")
