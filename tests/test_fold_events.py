@@ -454,6 +454,27 @@ def test_tool_plan_and_refusal() -> None:
     assert m.blocks[1].kind == "refusal"
 
 
+def refusal_events(finish: str = "stop", raw: str = "stop") -> list[Event]:
+    return [
+        MessageStart(),
+        BlockStart(index=0, kind="refusal"),
+        BlockDelta(index=0, kind="refusal", text="I can't."),
+        BlockEnd(index=0, kind="refusal"),
+        end(finish, raw),
+    ]
+
+
+def test_a_stop_with_a_refusal_block_is_a_refusal() -> None:
+    # OpenAI reports a refusal as content and ends it with ``stop`` (Chat) or ``completed``
+    # (Responses): normalized, that is ``refusal``, as Anthropic says it; the raw value stays.
+    m = fold(refusal_events())
+    assert (m.finish_reason, m.raw_finish_reason) == ("refusal", "stop")
+    assert feed(refusal_events()).snapshot().finish_reason == "refusal"
+    # A refusal cut by the token limit is cut first; a text answer's stop stays stop.
+    assert fold(refusal_events("length", "length")).finish_reason == "length"
+    assert fold([MessageStart(), *text_block(0, "ok"), end()]).finish_reason == "stop"
+
+
 def test_tool_call_arguments_parsed_at_block_end() -> None:
     m = fold([MessageStart(), *call_block(0, '{"ci', 'ty": "Paris"', "}", call_id="call_1"), end()])
     call = m.tool_calls[0]

@@ -28,7 +28,8 @@ What providers promise and the fold relies on:
   ``done``; Clouisle ``message_end``). Its ``finish_reason`` is already normalized by the
   provider's own mapping table; the fold only turns ``stop`` into ``tool_calls`` when the
   message holds tool calls no result answers, and for a platform that runs its own tools
-  (``tools_run_by_platform``) only while its run waits on a ``pending_tool_call``. A message
+  (``tools_run_by_platform``) only while its run waits on a ``pending_tool_call``, and
+  otherwise into ``refusal`` when the message holds a refusal block (OpenAI). A message
   is complete when each choice that started has ended, and, when a durable run reported
   ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
 * Provider errors (error events, Cohere ``ERROR`` finish, Responses ``failed``, Gemini error

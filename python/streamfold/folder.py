@@ -417,6 +417,7 @@ class _Choice:
         "order",
         "platform_tools",
         "raw_finish",
+        "refused",
         "role",
     )
 
@@ -430,6 +431,9 @@ class _Choice:
         self.raw_finish: str | None = None
         #: The choice ended with ``MessageEnd.tools_run_by_platform``.
         self.platform_tools = False
+        #: The choice holds a refusal block (OpenAI Chat ``delta.refusal``, a Responses
+        #: ``refusal`` part): its ``stop`` reads ``refusal``.
+        self.refused = False
         self.blocks: dict[int, _Block] = {}
         #: Blocks in block-index order.
         self.order: list[_Block] = []
@@ -783,10 +787,19 @@ class Folder:
         """The choice's finish reason. A platform that runs its own tools asks the client for
         one thing only: an answer to the call its run waits on (Clouisle ``ask_user``). Read
         here rather than at the end, since ``waiting`` may come before or after the message
-        ends, and a later status (``running``, ``run_end``) clears it."""
-        if c.platform_tools and c.finish == "stop" and self._pending is not None:
-            return "tool_calls"
-        return c.finish
+        ends, and a later status (``running``, ``run_end``) clears it.
+
+        A ``stop`` of a choice that holds a refusal block is ``refusal``: OpenAI reports a
+        refusal as content (Chat ``delta.refusal``, a Responses ``refusal`` part) and ends it
+        with ``stop`` / ``completed``, where Anthropic says ``refusal``. The raw value stays in
+        ``raw_finish_reason``."""
+        finish = c.finish
+        if finish == "stop":
+            if c.platform_tools and self._pending is not None:
+                return "tool_calls"
+            if c.refused:
+                return "refusal"
+        return finish
 
     def _partials(self, error: StreamError | None = None) -> list[Message]:
         messages = self._build()
@@ -855,6 +868,8 @@ class Folder:
         c = self._choice(choice)
         b = _Block(choice, index, kind)
         c.blocks[index] = b
+        if kind == "refusal":
+            c.refused = True
         order = c.order
         if not order or order[-1].index < index:
             order.append(b)

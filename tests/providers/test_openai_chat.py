@@ -268,6 +268,28 @@ def test_refusal_and_logprobs_deltas() -> None:
     assert blocks[0].logprobs == [lp]
 
 
+def test_a_refusal_finishes_as_refusal_with_the_raw_stop_kept() -> None:
+    # OpenAI has no finish_reason for a refusal: the choice streams ``delta.refusal`` and ends
+    # with ``stop``. Normalized it is ``refusal`` (DESIGN), the raw ``stop`` is kept.
+    stream = sse(
+        chunk(choice(role="assistant", content=None, refusal="")),
+        chunk(choice(refusal="I'm sorry")),
+        chunk(choice(finish="stop")),
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider="openai")
+    assert (message.refusal, message.text) == ("I'm sorry", "")
+    assert (message.finish_reason, message.raw_finish_reason) == ("refusal", "stop")
+
+
+@requires_captures
+def test_the_refusal_capture_finishes_as_refusal() -> None:
+    path = next(p for p in CAPTURES if p.stem == "refusal")
+    message = sf.fold([path.read_bytes()], provider="openai")
+    assert message.raw_finish_reason == expected(path)["choices"][0]["finish_reason"] == "stop"
+    assert message.finish_reason == "refusal"
+
+
 def test_text_logprobs_ride_on_the_delta() -> None:
     lp = {"content": [{"token": "Foo", "logprob": -0.5, "bytes": [70, 111, 111]}]}
     result = run(

@@ -353,6 +353,9 @@ def test_refusal_part() -> None:
     )
     blocks = accumulate(run(stream, P).events).choice(0).ordered()
     assert [(b.kind, b.text) for b in blocks] == [("refusal", "I can't")]
+    message = sf.fold([stream], provider=P)
+    assert (message.refusal, message.finish_reason) == ("I can't", "refusal")
+    assert message.raw_finish_reason == "completed"
 
 
 def test_annotations_are_code_point_citations_and_tools_report_progress() -> None:
