@@ -834,6 +834,18 @@ def test_one_message_per_choice() -> None:
     assert feed(events).results() == m.choices
 
 
+def test_no_choice_reads_complete_while_another_still_streams() -> None:
+    events = three_choices()
+    folder = feed(events[:-1])  # choices 1 and 0 ended, choice 2 not yet
+    snapshot = folder.snapshot()
+    assert not folder.complete
+    assert [c.complete for c in snapshot.choices] == [False, False, False]
+    assert [c.finish_reason for c in snapshot.choices] == ["stop", "length", None]
+    folder.add(events[-1])
+    assert folder.complete
+    assert [c.complete for c in folder.snapshot().choices] == [True, True, True]
+
+
 def test_messages_compare_without_recursing_into_choices() -> None:
     events = [MessageStart(), *text_block(0, "x"), end()]
     assert fold(events) == fold(events)

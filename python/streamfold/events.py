@@ -20,18 +20,19 @@ What providers promise and the fold relies on:
 * Every choice (OpenAI ``n>1``) opens with a ``MessageStart(choice=i)``; every other
   provider sends exactly one ``MessageStart`` (choice 0), synthesized if the wire has none.
 * ``MessageDelta`` carries a finish reason sent before the terminal event (Anthropic
-  ``message_delta``); the fold shows it until ``MessageEnd`` replaces it.
-* ``MessageEnd`` is the provider's terminal event for its choice (OpenAI: the chunk with a
-  ``finish_reason``; Anthropic: ``message_stop``, with the ``stop_reason`` of the preceding
-  ``message_delta``; Cohere v2 ``message-end``; Cohere v1 ``stream-end``; Responses
-  ``response.completed``/``incomplete``; Gemini a candidate ``finishReason``; Onecortex
-  ``done``; Clouisle ``message_end``). Its ``finish_reason`` is already normalized by the
-  provider's own mapping table; the fold only turns ``stop`` into ``tool_calls`` when the
-  message holds tool calls no result answers, and for a platform that runs its own tools
-  (``tools_run_by_platform``) only while its run waits on a ``pending_tool_call``, and
-  otherwise into ``refusal`` when the message holds a refusal block (OpenAI). A message
-  is complete when each choice that started has ended, and, when a durable run reported
-  ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
+  ``message_delta``, a Chat Completions ``finish_reason``); the fold shows it until
+  ``MessageEnd`` replaces it.
+* ``MessageEnd`` is the provider's terminal event for its choice (OpenAI and Mistral:
+  ``[DONE]``, which ends every choice that finished; Anthropic: ``message_stop``, with the
+  ``stop_reason`` of the preceding ``message_delta``; Cohere v2 ``message-end``; Cohere v1
+  ``stream-end``; Responses ``response.completed``/``incomplete``; Gemini a candidate
+  ``finishReason``; Onecortex ``done``; Clouisle ``message_end``). Its ``finish_reason`` is
+  already normalized by the provider's own mapping table; the fold only turns ``stop`` into
+  ``tool_calls`` when the message holds tool calls no result answers, and for a platform that
+  runs its own tools (``tools_run_by_platform``) only while its run waits on a
+  ``pending_tool_call``, and otherwise into ``refusal`` when the message holds a refusal block
+  (OpenAI). A message is complete when each choice that started has ended, and, when a durable
+  run reported ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
 * Provider errors (error events, Cohere ``ERROR`` finish, Responses ``failed``, Gemini error
   chunk, Onecortex/Clouisle ``error``) are raised as ``StreamError``, not emitted as events.
 * ``UsageUpdate.usage`` is the provider's current total, already merged (Anthropic's
@@ -188,7 +189,8 @@ class UsageUpdate(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageDelta(Event):
     """The provider announced how the message will finish before its terminal event
-    (Anthropic ``message_delta`` ahead of ``message_stop``). It ends nothing: ``MessageEnd``
+    (Anthropic ``message_delta`` ahead of ``message_stop``, a Chat Completions choice's
+    ``finish_reason`` ahead of ``[DONE]``). It ends nothing: ``MessageEnd``
     still does, with its own finish reason. A stream cut between the two keeps this one in
     its partial message, since it did arrive."""
 

@@ -16,7 +16,8 @@ keep it).
 
 The outcome is decided by the last event, never by the input running out: the fold is complete
 when every choice that started got its ``MessageEnd`` and, when a durable run reported
-``RunStatus``, a terminal ``RunStatus`` arrived. :meth:`Folder.result` raises
+``RunStatus``, a terminal ``RunStatus`` arrived; every choice's message is complete only then.
+:meth:`Folder.result` raises
 :class:`~streamfold.errors.IncompleteStreamError` otherwise.
 """
 
@@ -740,8 +741,10 @@ class Folder:
         run = self._run()
         self._run_changed = False
         choices = self._choices or {0: _Choice(0)}
-        run_over = self._run_terminal or not self._run_seen
-        messages = [self._message(choices[i], run, run_over) for i in sorted(choices)]
+        # One outcome for every choice: a choice's message is not complete while another
+        # choice still streams (a live view of choice 0 must not read "done" before the end).
+        complete = self.complete
+        messages = [self._message(choices[i], run, complete) for i in sorted(choices)]
         for m in messages:
             m.choices = messages
         for c in choices.values():
@@ -749,7 +752,7 @@ class Folder:
         self._snap = messages
         return messages
 
-    def _message(self, c: _Choice, run: _RunView, run_over: bool) -> Message:
+    def _message(self, c: _Choice, run: _RunView, complete: bool) -> Message:
         text, reasoning, tool_plan, refusal = c.joined()
         blocks: list[Block] = []
         for b in c.order:
@@ -774,7 +777,7 @@ class Folder:
             finish_reason=self._finish(c),
             raw_finish_reason=c.raw_finish,
             usage=self._usage,
-            complete=c.ended and run_over,
+            complete=complete,
             status=self._status,
             pending_tool_call=self._pending,
             metadata=run.metadata,

@@ -181,7 +181,8 @@ class Message(_ChoicesSlot):
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
     usage: Usage | None = None
-    #: The terminal event was seen.
+    #: The terminal event was seen: the stream's outcome is decided. With several choices
+    #: (OpenAI ``n>1``), every choice's message is complete only once they all ended.
     complete: bool = False
     #: For durable runs: the run's last status (``completed``, ``waiting``, …).
     status: str | None = None

@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold.events import BlockDelta, BlockEnd, BlockStart, MessageEnd, UsageUpdate
+from streamfold.events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    MessageDelta,
+    MessageEnd,
+    UsageUpdate,
+)
 from streamfold.providers.openai_chat import MISTRAL_FINISH_REASONS
 
 from .helpers import accumulate, captures, check_capture, run, split_at, sse
@@ -209,7 +216,7 @@ def test_usage_without_include_usage_rides_on_the_finish_chunk() -> None:
     result = run(SEED_TEXT, "mistral")
     updates = result.of(UsageUpdate)
     assert len(updates) == 1 and updates[0].usage.total_tokens == 45
-    assert updates[0].raw is result.of(MessageEnd)[0].raw
+    assert updates[0].raw is result.of(MessageDelta)[0].raw
 
 
 def test_non_json_payload_is_a_protocol_error() -> None:

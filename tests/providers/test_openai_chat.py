@@ -16,6 +16,7 @@ from streamfold.events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -126,8 +127,9 @@ def test_first_delta_role_and_empty_content_make_no_block() -> None:
         "BlockDelta",
         "BlockDelta",
         "BlockEnd",
-        "MessageEnd",
+        "MessageDelta",
         "UsageUpdate",
+        "MessageEnd",
     ]
     start = result.of(MessageStart)[0]
     assert (start.id, start.model, start.role, start.choice) == (
@@ -139,6 +141,7 @@ def test_first_delta_role_and_empty_content_make_no_block() -> None:
     assert [e.text for e in result.of(BlockDelta)] == ["Hel", "lo"]
     end = result.of(MessageEnd)[0]
     assert (end.finish_reason, end.raw_finish_reason) == ("stop", "stop")
+    assert end.raw.data == "[DONE]"
     usage = result.of(UsageUpdate)[0].usage
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (5, 2, 7)
     assert (usage.cached_tokens, usage.reasoning_tokens) == (3, 1)
@@ -234,14 +237,15 @@ def test_an_x_groq_usage_that_is_not_an_object_is_a_protocol_error() -> None:
     assert result.error.provider == "openai" and result.error.position == 1
 
 
-def test_usage_chunk_comes_before_the_message_end_of_the_same_chunk() -> None:
+def test_usage_chunk_comes_before_the_finish_of_the_same_chunk() -> None:
     final = chunk(
         choice(finish="length"),
         usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     )
     result = run(sse(chunk(choice(content="a")), final, "[DONE]"), "openai")
     names = [type(e).__name__ for e in result.events]
-    assert names[-3:] == ["UsageUpdate", "BlockEnd", "MessageEnd"]
+    assert names[-4:] == ["UsageUpdate", "BlockEnd", "MessageDelta", "MessageEnd"]
+    assert result.of(MessageDelta)[0].finish_reason == "length"
     assert result.of(MessageEnd)[0].finish_reason == "length"
 
 
@@ -451,6 +455,7 @@ def test_text_then_tool_call_closes_the_text_block() -> None:
         ("BlockStart", 1),
         ("BlockDelta", 1),
         ("BlockEnd", 1),
+        ("MessageDelta", None),
         ("MessageEnd", None),
     ]
 
@@ -627,6 +632,95 @@ def test_each_choice_folds_as_a_stream_of_that_choice_alone() -> None:
         (0, "tool_call"),
         (1, "tool_call"),
     ]
+
+
+#: n=2 where choice 1's first chunk comes after choice 0 finished (a short choice 0), then
+#: OpenAI's include_usage chunk.
+LATE_CHOICE = sse(
+    chunk(choice(0, role="assistant", content="Hi")),
+    chunk(choice(0, finish="stop")),
+    chunk(choice(1, role="assistant", content="Hello")),
+    chunk(choice(1, content=" there")),
+    chunk(choice(1, finish="length")),
+    chunk(usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}),
+    "[DONE]",
+)
+
+
+def test_a_finish_reason_announces_and_done_ends_every_choice() -> None:
+    result = run(LATE_CHOICE, "openai")
+    names = [(type(e).__name__, getattr(e, "choice", None)) for e in result.events]
+    # Each choice's finish is announced at its chunk; the messages end with the stream.
+    assert [n for n in names if n[0] in ("MessageDelta", "MessageStart", "MessageEnd")] == [
+        ("MessageStart", 0),
+        ("MessageDelta", 0),
+        ("MessageStart", 1),
+        ("MessageDelta", 1),
+        ("MessageEnd", 0),
+        ("MessageEnd", 1),
+    ]
+    assert names.index(("UsageUpdate", None)) < names.index(("MessageEnd", 0))
+    ends = result.of(MessageEnd)
+    assert [(e.finish_reason, e.raw_finish_reason) for e in ends] == [
+        ("stop", "stop"),
+        ("length", "length"),
+    ]
+    assert all(e.raw.data == "[DONE]" for e in ends)
+
+
+@pytest.mark.parametrize("cut_done", [False, True], ids=["done", "no-done"])
+def test_complete_is_monotonic_and_only_true_at_the_end_of_the_stream(cut_done: bool) -> None:
+    # A live view folds event by event: choice 0 finished before choice 1 started, and the
+    # usage came after both finishes. Neither the folder, nor any choice's message, may read
+    # complete before the last event (it read True, then False when choice 1 started).
+    data = LATE_CHOICE[: -len(b"data: [DONE]\n\n")] if cut_done else LATE_CHOICE
+    folder = sf.Folder("openai")
+    seen: list[tuple[bool, ...]] = []
+    events = list(sf.events([data], provider="openai"))
+    for event in events:
+        folder.add(event)
+        snapshot = folder.snapshot()
+        seen.append((folder.complete, snapshot.complete, *(c.complete for c in snapshot.choices)))
+    # It turns True once, at the last MessageEnd, after every part of the answer and usage
+    # (only the no-[DONE] warning follows it), and stays True.
+    done = next(i for i, flags in enumerate(seen) if any(flags))
+    assert all(not any(flags) for flags in seen[:done]), seen
+    assert all(all(flags) for flags in seen[done:]), seen
+    ends = [i for i, e in enumerate(events) if isinstance(e, MessageEnd)]
+    assert done == ends[-1]
+    assert all(isinstance(e, Notice) for e in events[done + 1 :])
+    assert len(events[done + 1 :]) == (1 if cut_done else 0)
+    result = folder.result()
+    assert [c.text for c in result.choices] == ["Hi", "Hello there"]
+    assert [c.finish_reason for c in result.choices] == ["stop", "length"]
+    assert result.usage is not None and result.usage.total_tokens == 7
+
+
+def test_a_live_view_shows_a_finish_before_the_end() -> None:
+    folder = sf.Folder("openai")
+    pipeline = Pipeline("openai")  # the stream goes on: its input has not ended
+    first, finished = LATE_CHOICE.index(b"data", 10), LATE_CHOICE.index(b"Hello")
+    for event in pipeline.feed(LATE_CHOICE[:first]):
+        folder.add(event)
+    assert folder.snapshot().finish_reason is None
+    for event in pipeline.feed(LATE_CHOICE[first:finished]):
+        folder.add(event)
+    snapshot = folder.snapshot()
+    assert (snapshot.finish_reason, snapshot.raw_finish_reason) == ("stop", "stop")
+    assert not snapshot.complete and not folder.complete
+
+
+def test_an_error_after_a_finish_keeps_that_finish_in_the_partial() -> None:
+    stream = sse(
+        chunk(choice(content="x")),
+        chunk(choice(finish="stop")),
+        {"error": {"message": "late failure", "code": 500}},
+    )
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([stream], provider="openai")
+    partial = info.value.partial
+    assert partial is not None and not partial.complete
+    assert (partial.text, partial.finish_reason, partial.raw_finish_reason) == ("x", "stop", "stop")
 
 
 def test_terminal_seen_only_when_every_choice_ended() -> None:
@@ -879,7 +973,7 @@ def test_fast_path_is_taken_for_repeated_chunks_and_left_for_others() -> None:
         "w4 ",
         'say "hi"',
     ]
-    assert [e.finish_reason for e in events if isinstance(e, MessageEnd)] == ["stop"]
+    assert [e.finish_reason for e in events if isinstance(e, MessageDelta)] == ["stop"]
 
 
 def test_fast_path_rejects_a_raw_control_character() -> None:

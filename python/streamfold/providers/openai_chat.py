@@ -32,8 +32,12 @@ How each part maps to events:
   Argument fragments become ``BlockDelta`` texts;
 * ``choices[].logprobs`` -> ``BlockDelta.logprobs`` of the delta made from the same choice
   (a ``Notice(kind="logprobs")`` when the chunk carried no text);
-* ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageEnd``;
-* ``usage`` (non-null) -> ``UsageUpdate``, before the ``MessageEnd`` of the same chunk (Mistral
+* ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageDelta`` with the
+  finish; the ``MessageEnd`` of every finished choice comes at ``[DONE]`` (or at the end of
+  input, or before an in-stream error), in choice order: with ``n>1`` a choice may start after
+  another finished, and the usage chunk follows the finishes, so the message ends with the
+  stream (a live fold never reads complete, then incomplete again);
+* ``usage`` (non-null) -> ``UsageUpdate``, before the ``MessageDelta`` of the same chunk (Mistral
   and OpenRouter put usage on the finishing chunk; OpenAI on a last chunk with ``choices: []``;
   Groq's older streams in ``x_groq.usage`` of the finishing chunk, read when there is no
   top-level ``usage``).
@@ -52,7 +56,9 @@ valid. ``delta.content`` may be a list of chunks: ``{"type": "text"}`` and
 ``{"type": "reference", "reference_ids": [...]}`` -> ``CitationAdded`` on the open text block,
 without offsets (Mistral gives none).
 
-The stream's outcome is decided when every choice that started has a ``finish_reason``.
+The stream's outcome is decided when every choice that started has a ``finish_reason``
+(``terminal_seen``): a cut after that, before ``[DONE]``, still ends the messages, with a
+warning.
 
 Speed: once a chunk of one text (or one argument fragment) has been parsed, the next chunks of
 the same shape are read by string comparison instead of a JSON parse (``_chunk_template``);
@@ -71,6 +77,7 @@ from ..events import (
     BlockStart,
     CitationAdded,
     Event,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -250,7 +257,9 @@ class _Choice:
 
     __slots__ = (
         "calls",
+        "closed",
         "ended",
+        "finish",
         "index",
         "last_call",
         "next_block",
@@ -271,7 +280,12 @@ class _Choice:
         #: Open tool-call blocks, in the order they opened.
         self.open_calls: list[int] = []
         self.last_call = -1
+        #: The choice's ``finish_reason`` came (its blocks are closed).
         self.ended = False
+        #: ``(normalized, raw, frame)`` of that ``finish_reason``.
+        self.finish: tuple[FinishReason, str, Any] | None = None
+        #: Its ``MessageEnd`` was sent (``_end_choices``).
+        self.closed = False
 
 
 class OpenAIChat(Provider):
@@ -548,6 +562,7 @@ class OpenAIChat(Provider):
         guide says to. But OpenAI sends the ``include_usage`` chunk after it, and OpenRouter
         its in-stream error: a cut there loses them without a trace, so it is said.
         """
+        self._end_choices(None, out)
         if self.terminal_seen and not self._done:
             self.violation(
                 "the stream ended after finish_reason without [DONE]: a usage chunk or an "
@@ -557,12 +572,39 @@ class OpenAIChat(Provider):
             )
 
     def _done_marker(self, frame: Any, out: list[Event]) -> None:
-        """``[DONE]``: the end of the data; what comes after it breaks the order."""
+        """``[DONE]``: the end of the data; what comes after it breaks the order. Every
+        choice that finished ends here (``_end_choices``)."""
         self._template = None
         self._spares = []
         if self._done:
             self.violation("second [DONE]", out, event=frame.event, raw=frame)
         self._done = True
+        self._end_choices(frame, out)
+
+    def _end_choices(self, frame: Any, out: list[Event]) -> None:
+        """``MessageEnd`` for every choice that got its ``finish_reason`` and has none yet, in
+        choice order: at ``[DONE]``, at the end of input, before an in-stream error.
+
+        A choice's ``finish_reason`` does not end the stream: the ``include_usage`` chunk and
+        OpenRouter's error come after it, and with ``n>1`` a choice may start after the others
+        finished (its first chunk can follow choice 0's finish). Ended at its
+        ``finish_reason``, a fold would read complete, then incomplete when that choice
+        starts, then complete again, and its usage would come after its end. So the
+        ``finish_reason`` chunk ends the choice's blocks and announces the finish
+        (``MessageDelta``); the message ends with the stream."""
+        for index in sorted(self._choices):
+            state = self._choices[index]
+            finish = state.finish
+            if finish is not None and not state.closed:
+                state.closed = True
+                out.append(
+                    MessageEnd(
+                        finish_reason=finish[0],
+                        raw_finish_reason=finish[1],
+                        choice=index,
+                        raw=frame if frame is not None else finish[2],
+                    )
+                )
 
     # -- message, blocks ---------------------------------------------------------------------
 
@@ -816,14 +858,17 @@ class OpenAIChat(Provider):
         state.open_calls.clear()
         state.ended = True
         raw_reason = reason if reason.__class__ is str else str(reason)
+        finish = self.finish_reasons.get(raw_reason, "other")
+        state.finish = (finish, raw_reason, frame)
+        # The message ends with the stream (``_end_choices``); its finish is known now.
         out.append(
-            MessageEnd(
-                finish_reason=self.finish_reasons.get(raw_reason, "other"),
-                raw_finish_reason=raw_reason,
-                choice=state.index,
-                raw=frame,
+            MessageDelta(
+                finish_reason=finish, raw_finish_reason=raw_reason, choice=state.index, raw=frame
             )
         )
+        if self._done:
+            self._end_choices(frame, out)  # a choice after ``[DONE]`` (a violation): ends now
+        # The outcome is decided: whatever comes before [DONE] is kept, a cut is no loss.
         self.terminal_seen = all(s.ended for s in self._choices.values())
 
     def _error(self, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -836,6 +881,7 @@ class OpenAIChat(Provider):
             error = chunk  # an ``event: error`` whose data is the error object itself
         message, code = _error_parts(error)
         self.terminal_seen = True
+        self._end_choices(frame, out)  # a choice that finished keeps its finish
         raise StreamError(
             message,
             code=code,
