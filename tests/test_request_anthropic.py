@@ -115,6 +115,40 @@ DOCUMENT_CITATION = {
     "start_char_index": 9,
     "end_char_index": 14,
 }
+#: Document citations of documents given by Files API id: the response models carry
+#: ``file_id``, the request's ``TextCitationParam`` types have no such field.
+FILE_CITATIONS = (
+    {**DOCUMENT_CITATION, "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"},
+    {
+        "type": "page_location",
+        "cited_text": "Revenue grew.",
+        "document_index": 1,
+        "document_title": None,
+        "start_page_number": 2,
+        "end_page_number": 3,
+        "file_id": "file_022",
+    },
+    {
+        "type": "content_block_location",
+        "cited_text": "A block.",
+        "document_index": 2,
+        "document_title": "Notes",
+        "start_block_index": 0,
+        "end_block_index": 1,
+        "file_id": "file_033",
+    },
+    {
+        "type": "search_result_location",
+        "cited_text": "From a result.",
+        "search_result_index": 0,
+        "source": "https://example.com/kb",
+        "title": "KB",
+        "start_block_index": 0,
+        "end_block_index": 1,
+    },
+)
+#: A citation type the request tables do not know: sent back as it came.
+FUTURE_CITATION = {"type": "audio_location", "cited_text": "hi", "file_id": "file_044"}
 SEARCH_RESULT = {
     "type": "web_search_tool_result",
     "tool_use_id": "srvtoolu_1",
@@ -170,6 +204,22 @@ CASES: dict[str, tuple[bytes, dict[str, Any]]] = {
                     "citations": [SEARCH_CITATION, DOCUMENT_CITATION],
                 },
                 {"type": "text", "text": " in Paris."},
+            ],
+        },
+    ),
+    "citations_without_response_only_fields": (
+        stream(text("Revenue ", "grew", citations=(*FILE_CITATIONS, FUTURE_CITATION))),
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "Revenue grew",
+                    "citations": [
+                        *({k: v for k, v in c.items() if k != "file_id"} for c in FILE_CITATIONS),
+                        FUTURE_CITATION,
+                    ],
+                },
             ],
         },
     ),

@@ -212,16 +212,49 @@ def _citation_objects(block: Block) -> list[dict[str, Any]]:
     return [c.raw for c in block.citations if _is_typed(c.raw)]
 
 
+_DOCUMENT_CITATION = ("type", "cited_text", "document_index", "document_title")
+_BLOCK_RANGE = ("start_block_index", "end_block_index")
+
+#: The fields the Messages API takes back in a text block's citation, per citation type
+#: (``TextCitationParam``: anthropic-sdk-python ``types/citation_char_location_param.py``,
+#: ``citation_page_location_param.py``, ``citation_content_block_location_param.py``,
+#: ``citation_web_search_result_location_param.py``,
+#: ``citation_search_result_location_param.py``). A response's citation may carry more: the
+#: document locations have ``file_id`` (a document given by Files API id) in the response
+#: models only, and the API refuses fields its request schema lacks ("Extra inputs are not
+#: permitted"). A type not listed here is sent as it came.
+ANTHROPIC_CITATION_FIELDS: dict[str, frozenset[str]] = {
+    "char_location": frozenset((*_DOCUMENT_CITATION, "start_char_index", "end_char_index")),
+    "page_location": frozenset((*_DOCUMENT_CITATION, "start_page_number", "end_page_number")),
+    "content_block_location": frozenset((*_DOCUMENT_CITATION, *_BLOCK_RANGE)),
+    "web_search_result_location": frozenset(
+        ("type", "cited_text", "encrypted_index", "title", "url")
+    ),
+    "search_result_location": frozenset(
+        ("type", "cited_text", "search_result_index", "source", "title", *_BLOCK_RANGE)
+    ),
+}
+
+
+def _anthropic_citation(citation: dict[str, Any]) -> dict[str, Any]:
+    """A citation as the request takes it: its response-only fields left out."""
+    fields = ANTHROPIC_CITATION_FIELDS.get(citation["type"])
+    if fields is None or citation.keys() <= fields:
+        return citation
+    return {key: value for key, value in citation.items() if key in fields}
+
+
 def _anthropic_text(block: Block) -> dict[str, Any] | None:
     """A text block with its citations: the web search ``encrypted_index`` (and a document
     citation's location) must go back for the next turn to keep them, so each citation object
-    goes back as ``citations_delta`` delivered it. An empty text block is rejected: ``None``."""
+    goes back as ``citations_delta`` delivered it, less the fields only a response has
+    (``ANTHROPIC_CITATION_FIELDS``). An empty text block is rejected: ``None``."""
     if not block.text:
         return None
     item: dict[str, Any] = {"type": "text", "text": block.text}
     citations = _citation_objects(block)
     if citations:
-        item["citations"] = citations
+        item["citations"] = [_anthropic_citation(c) for c in citations]
     return item
 
 
