@@ -355,9 +355,14 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
     return items
 
 
+#: Gemini media parts, kept as ``other`` blocks in their place.
+_GEMINI_MEDIA = frozenset(("inlineData", "fileData"))
+
+
 def _gemini(message: Message) -> dict[str, Any]:
     # Gemini Content {role: "model", parts}: text parts, thought parts {text, thought: true},
-    # functionCall parts {functionCall: {name, args, id?}}, code execution parts as received;
+    # functionCall parts {functionCall: {name, args, id?}}, code execution and media
+    # (inlineData, fileData) parts as received;
     # every thoughtSignature goes back on the part it came with.
     # https://ai.google.dev/api/caching#Content  https://ai.google.dev/api/caching#Part
     # https://ai.google.dev/gemini-api/docs/thought-signatures
@@ -379,9 +384,12 @@ def _gemini(message: Message) -> dict[str, Any]:
                 function_call["id"] = call.id
             part = {"functionCall": function_call}
             signature = signature or call.extra.get("thoughtSignature")
-        elif kind == "server_tool" and isinstance(block.data, dict):
-            # executableCode / codeExecutionResult: the part as received (its own
-            # thoughtSignature included), in its place in the turn.
+        elif isinstance(block.data, dict) and (
+            kind == "server_tool" or (kind == "other" and _GEMINI_MEDIA.intersection(block.data))
+        ):
+            # executableCode / codeExecutionResult (server_tool), inlineData / fileData
+            # (other): the part as received (its own thoughtSignature included), in its place
+            # in the turn.
             parts.append(block.data)
             continue
         else:

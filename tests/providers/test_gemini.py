@@ -565,6 +565,7 @@ def test_server_tool_and_media_parts() -> None:
     assert [(s.kind, s.name, s.complete, s.data) for s in starts] == [
         ("server_tool", "executableCode", True, code),
         ("server_tool", "codeExecutionResult", True, outcome),
+        ("other", "inlineData", True, image),
     ]
     assert [m.media for m in result.of(MediaAdded)] == [image["inlineData"]]
     assert result.unknown == ["part.futurePart"]
@@ -582,6 +583,35 @@ def test_code_execution_parts_go_back_in_the_turn() -> None:
     assert message.to_request() == {
         "role": "model",
         "parts": [{"text": "Running."}, code, outcome, {"text": "It printed 1."}],
+    }
+
+
+def test_media_parts_go_back_in_the_turn_where_they_were() -> None:
+    # An image model's turn: text, an image, more text, a file. The media parts are in
+    # Message.media for the UI, and the next request sends them back as parts in their place,
+    # as received (the image's thoughtSignature included: Gemini checks it).
+    image = {
+        "inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="},
+        "thoughtSignature": "sig-image",
+    }
+    video = {"fileData": {"mimeType": "video/mp4", "fileUri": "gs://bucket/clip.mp4"}}
+    stream = gsse(
+        chunk({"text": "Here is "}, {"text": "the cat:"}),
+        chunk(image, {"text": "And "}),
+        chunk({"text": "a clip."}, video, finish="STOP"),
+    )
+    message = sf.fold([stream], provider="gemini", strict=True)
+    assert message.text == "Here is the cat:And a clip."
+    assert message.media == [image["inlineData"], video["fileData"]]
+    assert [(b.kind, b.text) for b in message.blocks] == [
+        ("text", "Here is the cat:"),
+        ("other", ""),
+        ("text", "And a clip."),
+        ("other", ""),
+    ]
+    assert message.to_request() == {
+        "role": "model",
+        "parts": [{"text": "Here is the cat:"}, image, {"text": "And a clip."}, video],
     }
 
 

@@ -31,7 +31,9 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   out of document order (a later piece can add to an earlier object, array or string), so no
   prefix of the text is final before the call ends;
 * ``executableCode`` / ``codeExecutionResult`` -> complete ``server_tool`` blocks with the part
-  in ``data``; ``inlineData`` / ``fileData`` -> ``MediaAdded``;
+  in ``data``; ``inlineData`` / ``fileData`` -> ``MediaAdded`` (the media object, for the UI)
+  and a complete ``other`` block (``name`` the part's key, ``data`` the part as received) in
+  its place among the blocks, so that the turn goes back with it where it was;
 * ``finishReason`` -> ``BlockEnd`` of the open blocks, then ``MessageEnd``; a prompt blocked
   before any candidate (``promptFeedback.blockReason``) -> ``MessageEnd(content_filter)``.
 
@@ -331,7 +333,24 @@ class Gemini(Provider):
                 return
         for key in MEDIA_PARTS:
             if key in part:
+                # For the UI (``Message.media``), and a block in its place in the turn, with
+                # the part as received (an image model's ``thoughtSignature`` included), so
+                # that ``to_request`` sends it back where it was.
                 out.append(MediaAdded(media=part[key], raw=frame))
+                self._close_prose(state, frame, out)
+                block = self._new_block(state)
+                out.append(
+                    BlockStart(
+                        index=block,
+                        kind="other",
+                        name=key,
+                        complete=True,
+                        data=part,
+                        choice=state.index,
+                        raw=frame,
+                    )
+                )
+                out.append(BlockEnd(index=block, kind="other", choice=state.index, raw=frame))
                 return
         keys = [key for key in part if key != "thoughtSignature"]
         out.append(Unknown(event_type=f"part.{keys[0] if keys else None}", raw=frame))
