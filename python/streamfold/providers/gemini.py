@@ -316,20 +316,7 @@ class Gemini(Provider):
             return
         for key in SERVER_TOOL_PARTS:
             if key in part:
-                self._close_prose(state, frame, out)
-                block = self._new_block(state)
-                out.append(
-                    BlockStart(
-                        index=block,
-                        kind="server_tool",
-                        name=key,
-                        complete=True,
-                        data=part,
-                        choice=state.index,
-                        raw=frame,
-                    )
-                )
-                out.append(BlockEnd(index=block, kind="server_tool", choice=state.index, raw=frame))
+                self._whole_part(state, "server_tool", part, frame, out, key=key)
                 return
         for key in MEDIA_PARTS:
             if key in part:
@@ -337,25 +324,39 @@ class Gemini(Provider):
                 # the part as received (an image model's ``thoughtSignature`` included), so
                 # that ``to_request`` sends it back where it was.
                 out.append(MediaAdded(media=part[key], raw=frame))
-                self._close_prose(state, frame, out)
-                block = self._new_block(state)
-                out.append(
-                    BlockStart(
-                        index=block,
-                        kind="other",
-                        name=key,
-                        complete=True,
-                        data=part,
-                        choice=state.index,
-                        raw=frame,
-                    )
-                )
-                out.append(BlockEnd(index=block, kind="other", choice=state.index, raw=frame))
+                self._whole_part(state, "other", part, frame, out, key=key)
                 return
         keys = [key for key in part if key != "thoughtSignature"]
         out.append(Unknown(event_type=f"part.{keys[0] if keys else None}", raw=frame))
 
     # -- blocks ------------------------------------------------------------------------------
+
+    def _whole_part(
+        self,
+        state: _Candidate,
+        kind: BlockKind,
+        part: dict[str, Any],
+        frame: Any,
+        out: list[Event],
+        *,
+        key: str,
+    ) -> None:
+        """A part kept whole in a block of its own, closed at once: ``name`` its key, ``data``
+        the part as received."""
+        self._close_prose(state, frame, out)
+        block = self._new_block(state)
+        out.append(
+            BlockStart(
+                index=block,
+                kind=kind,
+                name=key,
+                complete=True,
+                data=part,
+                choice=state.index,
+                raw=frame,
+            )
+        )
+        out.append(BlockEnd(index=block, kind=kind, choice=state.index, raw=frame))
 
     def _new_block(self, state: _Candidate) -> int:
         self._next_block += 1  # blocks opened over all candidates
