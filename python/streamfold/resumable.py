@@ -509,7 +509,7 @@ def events_resumable(
     idle_timeout: float | None = None,
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
-    on_reconnect: Callable[[Cursor, float, BaseException | None], None] | None = None,
+    on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
 ) -> Generator[Event]:
     """The events of a stream that survives dropped connections (see the module docs).
 
@@ -527,7 +527,7 @@ def events_resumable(
         max_delay=max_delay,
     )
     while True:
-        error: BaseException | None = None
+        error: Exception | None = None
         connected = False
         try:
             with contextlib.ExitStack() as stack:
@@ -586,7 +586,7 @@ def fold_resumable(
     idle_timeout: float | None = None,
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
-    on_reconnect: Callable[[Cursor, float, BaseException | None], None] | None = None,
+    on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
 ) -> Message:
     """The folded message of a resumable stream (options as :func:`events_resumable`).
 
@@ -743,7 +743,7 @@ async def aevents_resumable(
     idle_timeout: float | None = None,
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
-    on_reconnect: Callable[[Cursor, float, BaseException | None], Any] | None = None,
+    on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
 ) -> AsyncGenerator[Event]:
     """Async twin of :func:`events_resumable` (asyncio and trio). ``connect`` may return an
     async iterable of bytes, a response, an awaitable of either, or an async context manager;
@@ -757,7 +757,7 @@ async def aevents_resumable(
         max_delay=max_delay,
     )
     while True:
-        error: BaseException | None = None
+        error: Exception | None = None
         connected = False
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -798,7 +798,7 @@ async def afold_resumable(
     idle_timeout: float | None = None,
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
-    on_reconnect: Callable[[Cursor, float, BaseException | None], Any] | None = None,
+    on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
 ) -> Message:
     """Async twin of :func:`fold_resumable`."""
     folder = Folder(provider, strict=strict)

@@ -1,0 +1,211 @@
+"""The documented public API as a user's program writes it, for ``mypy --strict`` (``make lint``).
+
+Never run, only type-checked: every usage the README and docs/ show must pass without a cast or
+a ``# type: ignore``, and the main results must have useful types (``assert_type``), not
+``Any``. ``StreamfoldError.partial`` stays ``Any`` on purpose: it is the ``Message`` of a fold
+and ``None`` for ``sf.events``, and ``except IncompleteStreamError as err: err.partial.text``
+is the documented use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import httpx
+import requests
+from typing_extensions import assert_type
+
+import streamfold as sf
+from streamfold.message import FinishReason
+
+
+def render(text: str) -> None:
+    print(text)
+
+
+def folding(chunks: list[bytes], url: str, body: dict[str, Any], h: dict[str, str]) -> None:
+    history: list[dict[str, Any]] = []
+    with httpx.Client() as client, client.stream("POST", url, json=body, headers=h) as response:
+        message = sf.fold(response, provider="anthropic")
+    assert_type(message, sf.Message)
+    assert_type(message.text, str)
+    assert_type(message.reasoning, str)
+    assert_type(message.tool_calls, list[sf.ToolCall])
+    assert_type(message.finish_reason, FinishReason | None)
+    assert_type(message.usage, sf.Usage | None)
+    assert_type(message.choices, list[sf.Message])
+    assert_type(message.blocks, list[sf.Block])
+    assert_type(message.citations, list[sf.Citation])
+    assert_type(message.tool_results, list[sf.ToolResult])
+    assert_type(message.steps, list[sf.Step])
+    history.append(message.to_request())
+    next_turn = [*history, message.to_request("openai")]
+    print(next_turn)
+    for call in message.tool_calls:
+        assert_type(call.arguments_json, str)
+        assert_type(call.complete, bool)
+        print(call.name, call.arguments, call.partial_arguments())
+    if message.usage is not None:
+        assert_type(message.usage.total_tokens, int | None)
+
+    with requests.post(url, json=body, headers=h, stream=True) as rresponse:
+        assert_type(sf.fold(rresponse, provider="openai"), sf.Message)
+    assert_type(sf.fold(chunks), sf.Message)
+    assert_type(sf.fold(iter(chunks), "gemini", strict=True, max_event_bytes=2**20), sf.Message)
+
+
+def matching_events(chunks: Iterator[bytes]) -> None:
+    for event in sf.events(chunks, provider="cohere-v2"):
+        assert_type(event, sf.Event)
+        match event:
+            case sf.BlockDelta(kind="text", text=text):
+                assert_type(text, str)
+                render(text)
+            case sf.BlockEnd(kind="tool_call", index=i):
+                assert_type(i, int)
+            case sf.MessageEnd(finish_reason=reason):
+                assert_type(reason, FinishReason | None)
+            case sf.Notice(kind="provider_detected", data=name):
+                print(name)
+            case sf.CitationAdded(citation=citation):
+                assert_type(citation, sf.Citation)
+            case sf.UsageUpdate(usage=usage):
+                assert_type(usage, sf.Usage)
+            case sf.ToolResultAdded(result=result):
+                assert_type(result, sf.ToolResult)
+            case sf.RunStatus(status=status, terminal=terminal):
+                assert_type(status, str)
+                assert_type(terminal, bool)
+            case _:
+                print(event.type, event.raw)
+
+
+def folding_by_hand(chunks: list[bytes]) -> None:
+    folder = sf.Folder("anthropic")
+    for event in sf.events(chunks, provider="anthropic"):
+        folder.add(event)
+        assert_type(folder.snapshot(), sf.Message)
+    assert_type(folder.result(), sf.Message)
+    assert_type(folder.results(), list[sf.Message])
+    auto = sf.Folder()
+    for event in sf.events(chunks):
+        auto.add(event)
+
+
+def errors(chunks: list[bytes]) -> None:
+    try:
+        sf.fold(chunks, provider="openai")
+    except sf.ConnectionLostError as err:
+        print(err.partial.text, err.__cause__)
+    except sf.IncompleteStreamError as err:
+        print(err.partial.text, err.partial.tool_calls, err.provider, err.position)
+    except sf.StreamError as err:
+        assert_type(err.code, str | int | None)
+        assert_type(err.message, str)
+        assert_type(err.event, str | None)
+        assert_type(err.status, int | None)
+        assert_type(err.retry_after, float | None)
+        assert_type(err.retryable_without_duplicate, bool)
+        print(err.raw, err.partial.finish_reason)
+    except sf.ProtocolError as err:
+        assert_type(err.provider, str | None)
+        assert_type(err.position, int | None)
+        print(err.partial, err.events, err.event)
+    except sf.StreamfoldError as err:
+        print(err)
+    acc = sf.JsonAccumulator()
+    try:
+        acc.value()
+    except (sf.IncompleteJsonError, sf.InvalidJsonError) as err:
+        print(err.offset, err.expected)
+
+
+def streams(url: str, body: dict[str, Any], h: dict[str, str]) -> None:
+    with sf.stream("POST", url, provider="anthropic", json=body, headers=h) as s:
+        assert_type(s, sf.EventStream)
+        for event in s:
+            assert_type(event, sf.Event)
+            assert_type(s.snapshot(), sf.Message)
+        assert_type(s.fold(), sf.Message)
+    for event in sf.stream("GET", url, provider="clouisle", resume=True, idle_timeout=30):
+        print(event)
+
+
+def resumable(client: httpx.Client, run_stream_url: str) -> None:
+    def connect(cursor: sf.Cursor) -> contextlib.AbstractContextManager[httpx.Response]:
+        return client.stream("GET", run_stream_url, params=cursor.params, headers=cursor.headers)
+
+    def log(cursor: sf.Cursor, delay: float, error: Exception | None) -> None:
+        print(cursor.attempt, cursor.can_resume, delay, error)
+
+    message = sf.fold_resumable(
+        connect, provider="clouisle", max_reconnects=5, idle_timeout=60, on_reconnect=log
+    )
+    assert_type(message, sf.Message)
+
+    def remember(cursor: sf.Cursor, delay: float, error: Exception | None) -> str:
+        note = f"reconnecting after {error!r} in {delay} s"
+        print(note)
+        return note  # a callback's return value is ignored, whatever its type
+
+    for event in sf.events_resumable(connect, provider="clouisle", on_reconnect=remember):
+        assert_type(event, sf.Event)
+
+
+async def asynchronous(
+    achunks: AsyncIterator[bytes],
+    url: str,
+    body: dict[str, Any],
+    my_async_client: httpx.AsyncClient,
+) -> None:
+    assert_type(await sf.afold(achunks, provider="gemini"), sf.Message)
+    async for event in sf.aevents(achunks, provider="gemini"):
+        assert_type(event, sf.Event)
+    async with httpx.AsyncClient() as client, client.stream("POST", url, json=body) as response:
+        assert_type(await sf.afold(response, provider="openai"), sf.Message)
+    async with aiohttp.ClientSession() as session, session.post(url, json=body) as aresponse:
+        assert_type(await sf.afold(aresponse, provider="cohere-v2"), sf.Message)
+    async with sf.astream("POST", url, provider="openai", json=body, client=my_async_client) as s:
+        assert_type(s, sf.AsyncEventStream)
+        async for event in s:
+            assert_type(event, sf.Event)
+        assert_type(await s.fold(), sf.Message)
+
+    def connect(cursor: sf.Cursor) -> Any:
+        return session.get(url, headers=cursor.headers, params=cursor.params)
+
+    async def log(cursor: sf.Cursor, delay: float, error: Exception | None) -> None:
+        print(cursor, delay, error)
+
+    message = await sf.afold_resumable(connect, provider="clouisle", on_reconnect=log)
+    assert_type(message, sf.Message)
+    async for event in sf.aevents_resumable(connect, provider="clouisle", on_reconnect=print):
+        assert_type(event, sf.Event)
+
+
+def framing(chunks: list[bytes], fragments: list[str]) -> None:
+    dec = sf.SSEDecoder(max_event_bytes=16 * 2**20)
+    for chunk in chunks:
+        for ev in dec.feed(chunk):
+            assert_type(ev, sf.ServerSentEvent)
+            assert_type(ev.data, str)
+            print(ev.event, ev.id, ev.retry, ev.json())
+    assert_type(dec.close(), list[sf.ServerSentEvent])
+    assert_type(dec.dropped_partial, bool)
+    for sse in sf.iter_sse(chunks):
+        assert_type(sse, sf.ServerSentEvent)
+    for line in sf.iter_json_lines(chunks):
+        print(line)
+    acc = sf.JsonAccumulator()
+    for fragment in fragments:
+        acc.push(fragment)
+        print(acc.partial())
+    value, changes = acc.partial_with_changes()
+    assert_type(changes, list[sf.JsonChange])
+    for change in changes:
+        print(change.path, change.kind, change.text, value)
+    assert_type(acc.is_complete, bool)
+    print(acc.value())
