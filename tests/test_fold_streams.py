@@ -1248,18 +1248,18 @@ def test_strict_fold_raises_on_the_onecortex_mismatch() -> None:
 
 def test_str_is_refused() -> None:
     with pytest.raises(TypeError):
-        sf.fold("data: x\n\n", provider="openai")
+        sf.fold("data: x\n\n", provider="openai")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
 async def test_a_sync_iterable_given_to_the_async_fold_says_so() -> None:
     with pytest.raises(TypeError, match=r"async iterable .* got builtins.list: .*sync twins"):
-        await sf.afold([sse(*OPENAI_TEXT)], provider="openai")
+        await sf.afold([sse(*OPENAI_TEXT)], provider="openai")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"async iterable .* got builtins.tuple"):
-        async for _ in sf.aevents((sse(*OPENAI_TEXT),), provider="openai"):
+        async for _ in sf.aevents((sse(*OPENAI_TEXT),), provider="openai"):  # type: ignore[arg-type]
             pass
     with pytest.raises(TypeError, match=r"HTTP response \(httpx.Response"):
-        await sf.afold(42, provider="openai")
+        await sf.afold(42, provider="openai")  # type: ignore[arg-type]
 
 
 # -- a character split into its two UTF-16 halves across deltas ---------------------------------

@@ -775,7 +775,7 @@ async def test_aiohttp_response_to_sync_api_is_a_type_error(
         session.get(stream_server.url("/stream/onecortex")) as response,
     ):
         with pytest.raises(TypeError, match="aevents"):
-            sf.fold(response, provider="onecortex")
+            sf.fold(response, provider="onecortex")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -787,7 +787,7 @@ async def test_requests_response_to_async_api_is_a_type_error(
 
     with requests.get(stream_server.url("/stream/onecortex"), stream=True) as response:
         with pytest.raises(TypeError, match=r"requests\.Response is read synchronously"):
-            await sf.afold(response, provider="onecortex")
+            await sf.afold(response, provider="onecortex")  # type: ignore[arg-type]
         assert response.raw.closed is False  # refused before anything was read or closed
 
 
@@ -854,7 +854,7 @@ def test_non_response_object_is_a_type_error() -> None:
     import httpx
 
     with pytest.raises(TypeError, match="expected an iterable of bytes"), httpx.Client() as http:
-        sf.fold(http, provider="openai")
+        sf.fold(http, provider="openai")  # type: ignore[arg-type]
 
 
 def test_an_async_iterable_given_to_a_sync_api_names_the_async_twin() -> None:

@@ -209,3 +209,15 @@ def framing(chunks: list[bytes], fragments: list[str]) -> None:
         print(change.path, change.kind, change.text, value)
     assert_type(acc.is_complete, bool)
     print(acc.value())
+
+
+async def mistakes_mypy_catches(response: httpx.Response, session: aiohttp.ClientSession) -> None:
+    # Each is a TypeError at run time; strict mode (warn_unused_ignores) fails if the API's
+    # types ever stop telling them apart.
+    sf.fold(response.iter_text(), provider="openai")  # type: ignore[arg-type]
+    sf.fold(b"data: {}\n\n", provider="openai")  # type: ignore[arg-type]
+    await sf.afold(response.iter_bytes(), provider="openai")  # type: ignore[arg-type]
+    async with session.get("http://127.0.0.1/") as aresponse:
+        sf.fold(aresponse, provider="openai")  # type: ignore[arg-type]
+    for _ in sf.events(response.aiter_bytes()):  # type: ignore[arg-type]
+        pass

@@ -6,18 +6,17 @@ transport differs, and nothing here is asyncio-specific, so trio works the same.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
 
 from .events import Event
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
-from .source import async_byte_chunks, sync_byte_chunks
+from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 
 __all__ = ["aevents", "events"]
 
 
 def events(
-    chunks: Iterable[bytes] | Any,
+    chunks: Chunks,
     provider: str = "auto",
     *,
     strict: bool = False,
@@ -48,7 +47,7 @@ def events(
 
 
 async def aevents(
-    chunks: AsyncIterable[bytes] | Any,
+    chunks: AsyncChunks,
     provider: str = "auto",
     *,
     strict: bool = False,

@@ -18,7 +18,7 @@ lists the message of every choice in choice order.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from .errors import ProtocolError, StreamfoldError
@@ -27,13 +27,13 @@ from .folder import Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .providers import Provider
-from .source import async_byte_chunks, sync_byte_chunks
+from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 
 __all__ = ["afold", "fold"]
 
 
 def fold(
-    chunks: Iterable[bytes] | Any,
+    chunks: Chunks,
     provider: str = "auto",
     *,
     strict: bool = False,
@@ -67,7 +67,7 @@ def fold(
 
 
 async def afold(
-    chunks: AsyncIterable[bytes] | Any,
+    chunks: AsyncChunks,
     provider: str = "auto",
     *,
     strict: bool = False,

@@ -10,9 +10,31 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .http import is_response
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import aiohttp
+    import httpx
+    import requests
+
+    #: What the sync API reads (``events``, ``fold``): an iterable of bytes chunks (a list, a
+    #: file, ``response.iter_bytes()``) or the response of a sync HTTP client. A ``str`` or a
+    #: whole ``bytes`` body is refused (``[body]`` is one chunk).
+    Chunks: TypeAlias = (
+        Iterable[bytes | bytearray | memoryview] | httpx.Response | requests.Response
+    )
+    #: What the async API reads (``aevents``, ``afold``): an async iterable of bytes chunks or
+    #: the response of an async HTTP client.
+    AsyncChunks: TypeAlias = (
+        AsyncIterable[bytes | bytearray | memoryview] | httpx.Response | aiohttp.ClientResponse
+    )
+else:
+    # At run time (``typing.get_type_hints``) the clients need not be installed.
+    Chunks = AsyncChunks = Any
 
 __all__ = ["async_byte_chunks", "refuse_str", "sync_byte_chunks"]
 
