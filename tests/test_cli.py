@@ -7,9 +7,11 @@ import gzip
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -481,6 +483,46 @@ def test_save_live_stdin_then_replay_with_the_same_timing(tmp_path: Path) -> Non
     assert replay["text"] == live_data["text"]
     for key in ("chunks", "bytes", "events", "time_to_first_byte", "gap_max", "gap_median"):
         assert replay["timing"][key] == pytest.approx(live_timing[key], abs=2e-6)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+def test_ctrl_c_on_a_live_stream_inspects_what_arrived(tmp_path: Path) -> None:
+    # `curl -N ... | streamfold inspect -`, stopped with Ctrl-C after the first frames: what
+    # arrived is shown, with the exit code of a stream cut before its terminal event (3); 130
+    # is for an interrupt before any input. --help and the README say so.
+    saved = tmp_path / "live.rec"
+    frame = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"Bonjour"}}]}'
+    live = subprocess.Popen(
+        [sys.executable, "-m", "streamfold", "inspect", "-", "--save", str(saved)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env(),
+    )
+    assert live.stdin is not None
+    try:
+        live.stdin.write(frame + b"\n\n")
+        live.stdin.flush()
+        for _ in range(1200):  # until the chunk is read (--save writes it at once)
+            if saved.exists() and len(saved.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.05)
+        live.send_signal(signal.SIGINT)
+        out, err = live.communicate(timeout=60)
+    finally:
+        live.kill()
+        live.stdin.close()
+    assert live.returncode == 3, err
+    assert b"interrupted: inspecting what arrived so far" in err
+    assert b"Traceback" not in err
+    assert b"Bonjour" in out
+
+    usage = streamfold("inspect", "--help").stdout
+    assert "130  interrupted (Ctrl-C) before any input arrived" in usage
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    assert "130 interrupted (Ctrl-C) before any input arrived" in readme
+    assert "a stream stopped before its terminal event exits 3" in readme
 
 
 def test_save_refuses_to_overwrite_its_input(tmp_path: Path) -> None:

@@ -59,7 +59,8 @@ exit codes:
   3    the stream ended without its terminal event (cut connection, truncated input)
   4    the bytes broke the provider's format partway (protocol error)
   70   internal error (a bug in streamfold: please report it)
-  130  interrupted (Ctrl-C)
+  130  interrupted (Ctrl-C) before any input arrived; once some has, Ctrl-C ends the
+       input and what arrived is inspected (exit code as above)
 """
 
 #: Exit code for an internal error (sysexits.h ``EX_SOFTWARE``).
