@@ -7,6 +7,8 @@ background thread with its own event loop and returns a :class:`StreamServer` wh
 Endpoints (GET or POST):
 
 ``/capture/{folder}/{name}``  a capture of ``../shared/captures`` (its recorded content type)
+``/example/{file}``           a stream of the bundled ``examples/`` (``anthropic_thinking.sse``;
+                              ``.jsonl`` as JSON lines)
 ``/stream/{name}``            a hand-written stream of :data:`STREAMS` (Onecortex with SSE ids,
                               Clouisle with run sequences, OpenAI Responses with
                               ``sequence_number``, Cohere v1 JSON lines)
@@ -77,6 +79,8 @@ from aiohttp import web
 
 #: ../shared/captures beside the project root, when present (never copied into the project).
 CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "captures"
+#: The example streams shipped in the package (``streamfold demo``).
+EXAMPLES = Path(__file__).resolve().parents[1] / "python" / "streamfold" / "examples"
 
 SSE = "text/event-stream"
 NDJSON = "application/stream+json"
@@ -484,6 +488,14 @@ class StreamServer:
         content_type = NDJSON if folder == "cohere_v1" else SSE
         return await self._serve(request, path.read_bytes(), content_type)
 
+    async def example(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["file"]
+        path = EXAMPLES / name
+        if "/" in name or ".." in name or not path.is_file() or "recording" in name:
+            raise web.HTTPNotFound()
+        content_type = NDJSON if name.endswith(".jsonl") else SSE
+        return await self._serve(request, path.read_bytes(), content_type)
+
     async def stream(self, request: web.Request) -> web.StreamResponse:
         found = STREAMS.get(request.match_info["name"])
         if found is None:
@@ -732,6 +744,7 @@ def start_server(*, record: bool = True) -> StreamServer:
         server = box["server"]
         for method in ("GET", "POST"):
             app.router.add_route(method, "/capture/{folder}/{name}", server.capture)
+            app.router.add_route(method, "/example/{file}", server.example)
             app.router.add_route(method, "/stream/{name}", server.stream)
             app.router.add_route(method, "/generate", server.generate)
             app.router.add_route(method, "/html", server.html)
