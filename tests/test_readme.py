@@ -101,3 +101,14 @@ def test_every_client_a_snippet_makes_has_the_timeout_sf_stream_uses() -> None:
             arguments = _call_arguments(text, call.end())
             assert f"timeout=({connect:g}, {read:g})" in arguments, (name, arguments)
     assert seen.get("httpx.Client", 0) >= 3 and seen.get("aiohttp.ClientSession", 0) >= 1
+
+
+def test_the_install_section_names_every_extra() -> None:
+    # `pip install streamfold[requests]` is documented in docs/http.md: the README's list of
+    # what to install must not leave an extra out.
+    pyproject = (README.parent / "pyproject.toml").read_text("utf-8")
+    section = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    extras = set(re.findall(r"^(\w+) = ", section, re.MULTILINE))
+    assert extras >= {"httpx", "aiohttp", "requests"}
+    install = README.read_text("utf-8").split("## Install", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"pip install streamfold\[(\w+)\]", install)) == extras
