@@ -342,6 +342,28 @@ def test_broken_recording_names_the_line(tmp_path: Path) -> None:
     assert "looks like a streamfold recording, but line 2" in result.stderr
 
 
+@pytest.mark.parametrize("provider", ["auto", "openai", "cohere-v1"])
+def test_a_first_event_over_the_size_limit_is_a_protocol_error(
+    tmp_path: Path, provider: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An SSE event (or JSON line) of 17 MiB, first in the stream: the input is a stream whose
+    # event breaks the limit (exit 4, saying so), not "no server-sent event" or "--provider
+    # openai does not match this stream" (exit 2).
+    from streamfold.cli import main
+
+    big = b"a" * (17 * 2**20)
+    path = tmp_path / "big.sse"
+    path.write_bytes(
+        b'{"text": "' + big + b'"}\n' if provider == "cohere-v1" else b"data: " + big + b"\n\n"
+    )
+    code = main(["inspect", str(path), "--provider", provider, "--color", "never"])
+    out, err = capsys.readouterr()
+    assert code == 4, err
+    assert err.startswith("streamfold: protocol error: ")
+    assert "larger than max_event_bytes=16777216" in err or "longer than max_line_bytes" in err
+    assert "✗ protocol error" in out
+
+
 def test_protocol_error_partway_exits_4(tmp_path: Path) -> None:
     body = (EXAMPLES_DIR / "mistral_text.sse").read_bytes()
     frames = body.split(b"\n\n")

@@ -221,7 +221,11 @@ def inspect_stream(
         _add_timing(inspection, recording, run)
     if provider != "auto" and _looks_like_wrong_provider(inspection, run):
         return _wrong_provider(inspection, recording, strict=strict)
-    if inspection.frames_seen == 0 and inspection.outcome is not Outcome.COMPLETE:
+    if (
+        inspection.frames_seen == 0
+        and inspection.outcome is not Outcome.COMPLETE
+        and not _too_large(inspection.error)
+    ):
         inspection.outcome = Outcome.BAD_INPUT
         inspection.explanation = (
             f"not a stream: no server-sent event or JSON line in {len(data)} bytes "
@@ -353,6 +357,9 @@ def _classify(
             "the connection was cut or the input truncated; this is not a short answer",
         )
     if isinstance(error, ProtocolError):
+        if _too_large(error):
+            # An event (or JSON line) over the size limit: a stream, whatever its provider.
+            return Outcome.PROTOCOL_ERROR, _protocol_explanation(error)
         if provider == "auto":
             why = _one_line(str(error)).removeprefix("auto: ")
             why = why.replace("pass provider= explicitly", "pass --provider NAME")
@@ -364,7 +371,13 @@ def _classify(
 
 
 def _protocol_explanation(error: StreamfoldError) -> str:
-    return f"protocol error: {_one_line(str(error))}"
+    return f"protocol error: {_one_line(str(error)).removeprefix('auto: ')}"
+
+
+def _too_large(error: StreamfoldError | None) -> bool:
+    """An event or JSON line over ``max_event_bytes``: the input is a stream (its framing was
+    read), even when the oversized frame was its first."""
+    return isinstance(error, ProtocolError) and error.limit is not None
 
 
 def _produced(message: Message | None) -> str:
