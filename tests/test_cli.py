@@ -323,6 +323,35 @@ def test_json_lines_forced_on_sse_is_a_clear_error() -> None:
     assert "try --provider anthropic" in result.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full and sh")
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("inspect examples/anthropic_thinking.sse >/dev/full", "No space left on device"),
+        ("inspect examples/anthropic_thinking.sse --json >/dev/full", "No space left on device"),
+        ("demo >/dev/full", "No space left on device"),
+        ("inspect examples/anthropic_thinking.sse >&-", "standard output is closed"),
+        ("demo >&-", "standard output is closed"),
+    ],
+)
+def test_output_that_cannot_be_written_is_said_plainly(command: str, reason: str) -> None:
+    # A full disk or a closed stdout is the environment, not a bug in streamfold: exit 2 with
+    # the reason, not "internal error: OSError" / "AttributeError" (exit 70).
+    result = subprocess.run(
+        ["sh", "-c", f'"$0" -m streamfold {command}', sys.executable],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=ROOT,
+        env=env(),
+        timeout=120,
+        check=False,
+    )
+    err = result.stderr.decode("utf-8")
+    assert result.returncode == 2, err
+    # Nothing else on stderr: no traceback, no "Exception ignored" from the flush at exit.
+    assert err == f"streamfold: cannot write the output: {reason}\n"
+
+
 def test_unreadable_input_and_bad_usage() -> None:
     missing = streamfold("inspect", "no/such/file.sse")
     assert missing.returncode == 2
@@ -614,8 +643,8 @@ def test_demo_runs_every_example_and_ends_with_the_summary() -> None:
 def test_the_readme_lists_every_exit_code_the_command_uses() -> None:
     from streamfold import cli
 
-    readme = (ROOT / "README.md").read_text("utf-8")
-    sentence = " ".join(readme.split("Exit\ncodes:", 1)[1].split(".", 1)[0].split())
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    sentence = readme.split("Exit codes:", 1)[1].split(".", 1)[0]
     documented = {int(n) for n in re.findall(r"\b(\d+) [a-z]", sentence)}
     used = {int(n) for n in re.findall(r"^  (\d+) ", cli._EXIT_CODES, re.MULTILINE)}
     assert documented == used

@@ -15,7 +15,8 @@ Exit codes of ``inspect`` (and of ``demo``: 0 when every example behaved as expe
 ====  ===========================================================================
 0     the stream completed: the provider's terminal event was seen
 1     the provider reported an error inside the stream (the partial message is shown)
-2     usage error, unreadable input, or input that is not a stream of the provider
+2     usage error, unreadable input, unwritable output (a full disk, a closed stdout),
+      or input that is not a stream of the provider
 3     the stream ended without its terminal event: cut connection or truncated input
 4     the bytes broke the provider's format partway (protocol error)
 130   interrupted before any input arrived
@@ -55,7 +56,8 @@ _EXIT_CODES = """\
 exit codes:
   0    the stream completed (the provider's terminal event was seen)
   1    the provider reported an error inside the stream (partial message shown)
-  2    usage error, unreadable input, or not a stream of the given provider
+  2    usage error, unreadable input or unwritable output, or not a stream of the
+       given provider
   3    the stream ended without its terminal event (cut connection, truncated input)
   4    the bytes broke the provider's format partway (protocol error)
   70   internal error (a bug in streamfold: please report it)
@@ -70,6 +72,40 @@ _EXIT_INTERRUPTED = 130
 
 class InputError(Exception):
     """The input could not be read; the message is shown as is."""
+
+
+class OutputError(Exception):
+    """The output could not be written (a full disk, a closed stdout); shown as is."""
+
+
+class _Output:
+    """Standard output for the commands: a write that fails is an :class:`OutputError` (exit
+    2, said plainly), not an internal error; a reader that went away stays a quiet stop."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        if stream is None:  # started with stdout closed (`>&-`)
+            raise OutputError("cannot write the output: standard output is closed")
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:  # ValueError: I/O operation on closed file
+            raise OutputError(f"cannot write the output: {_reason(exc)}") from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise OutputError(f"cannot write the output: {_reason(exc)}") from None
+
+
+def _reason(exc: Exception) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,10 +201,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`); stop quietly, and keep Python from complaining
         # about the unflushable stdout at exit.
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         return 0
+    except OutputError as exc:
+        _error(str(exc))
+        _drop_stdout()
+        return Outcome.BAD_INPUT.exit_code
     except Exception as exc:
         if os.environ.get("STREAMFOLD_DEBUG"):
             raise
@@ -182,6 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     print(f"streamfold: {message}", file=sys.stderr, flush=True)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit has nothing to fail on."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 # -- inspect ---------------------------------------------------------------------------------
@@ -211,12 +256,13 @@ def _report(inspection: Inspection, args: argparse.Namespace) -> int:
         # Nothing of the stream was understood: a folded message would only mislead.
         _error(inspection.explanation or "not a stream")
         return inspection.exit_code
+    out = _Output(sys.stdout)
     if args.json:
-        sys.stdout.write(render_json(inspection))
+        out.write(render_json(inspection))
     else:
         style = Style(color_wanted(args.color, sys.stdout))
-        sys.stdout.write(render_inspection(inspection, style))
-    sys.stdout.flush()
+        out.write(render_inspection(inspection, style))
+    out.flush()
     if inspection.explanation:
         _error(inspection.explanation)
     return inspection.exit_code
@@ -323,8 +369,11 @@ def _write_recording(save: IO[bytes], recording: Recording, *, source: str) -> N
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .cli_demo import run_demo
 
+    out = _Output(sys.stdout)
     style = Style(color_wanted(args.color, sys.stdout))
-    return run_demo(sys.stdout, style)
+    code = run_demo(out, style)
+    out.flush()
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m streamfold.cli`

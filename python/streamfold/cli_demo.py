@@ -12,13 +12,15 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from importlib import resources
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from .cli_inspect import Inspection, Outcome, inspect_stream
 from .cli_render import Style, render_inspection
 from .timing import Arrival, Recording, is_recording, parse_recording
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     if sys.version_info >= (3, 11):
         from importlib.resources.abc import Traversable
     else:
@@ -159,7 +161,7 @@ def summarize(inspection: Inspection) -> str:
     return ", ".join(words)
 
 
-def run_demo(out: IO[str], style: Style) -> int:
+def run_demo(out: SupportsWrite[str], style: Style) -> int:
     """Inspect every example, then print the summary; 0 when all behaved as stated."""
     where = examples_dir()
     out.write(
