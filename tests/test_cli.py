@@ -352,6 +352,22 @@ def test_output_that_cannot_be_written_is_said_plainly(command: str, reason: str
     assert err == f"streamfold: cannot write the output: {reason}\n"
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("source", ["file", "stdin", "recording"])
+def test_save_to_a_full_disk_is_said_plainly(source: str, tmp_path: Path) -> None:
+    body = (EXAMPLES_DIR / "mistral_text.sse").read_bytes()
+    if source == "recording":
+        path = tmp_path / "run.rec"
+        write_recording(path, body, [0.1, 0.2], 0.3)
+        args, stdin = [str(path)], None
+    else:
+        args, stdin = ([example("mistral_text.sse")], None) if source == "file" else (["-"], body)
+    result = streamfold("inspect", *args, "--save", "/dev/full", stdin=stdin)
+    assert result.returncode == 2, result.stderr
+    # Not "internal error: OSError" (exit 70), nor "cannot read stdin".
+    assert result.stderr == "streamfold: --save /dev/full: cannot write: No space left on device\n"
+
+
 def test_unreadable_input_and_bad_usage() -> None:
     missing = streamfold("inspect", "no/such/file.sse")
     assert missing.returncode == 2

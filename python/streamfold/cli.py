@@ -282,8 +282,11 @@ def _save_target(save: str | None, source: str) -> Iterator[IO[bytes] | None]:
         fp = target.open("wb")
     except OSError as exc:
         raise InputError(f"--save {save}: cannot write: {exc.strerror or exc}") from None
-    with fp:
-        yield fp
+    try:
+        with fp:
+            yield fp
+    except OSError as exc:  # reading raises InputError: an OSError here is the file's (ENOSPC)
+        raise InputError(f"--save {save}: cannot write: {exc.strerror or exc}") from None
 
 
 def load_input(
@@ -320,8 +323,15 @@ def _load_stdin(save: IO[bytes] | None, started: float | None) -> Recording:
     if os.isatty(fd):
         _error("reading the stream from the terminal; end it with Ctrl-D")
     end: float | None = None
+    live = read_live(fd, start=started)
     try:
-        for arrival in read_live(fd, start=started):
+        while True:
+            try:
+                arrival = next(live)
+            except StopIteration:
+                break
+            except OSError as exc:  # only the read: a failed --save write is the file's
+                raise InputError(f"cannot read stdin: {exc.strerror or exc}") from None
             if not arrival.data:
                 end = arrival.t
                 break
@@ -332,8 +342,6 @@ def _load_stdin(save: IO[bytes] | None, started: float | None) -> Recording:
         if not arrivals:
             raise
         _error("interrupted: inspecting what arrived so far")
-    except OSError as exc:
-        raise InputError(f"cannot read stdin: {exc.strerror or exc}") from None
     data = b"".join(a.data for a in arrivals)
     if is_recording(data):
         # A recording piped in: its own times count, and --save keeps them.
