@@ -8,6 +8,8 @@ import copy
 import re
 from pathlib import Path
 
+import pytest
+
 import streamfold as sf
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -112,3 +114,21 @@ def test_the_install_section_names_every_extra() -> None:
     assert extras >= {"httpx", "aiohttp", "requests"}
     install = README.read_text("utf-8").split("## Install", 1)[1].split("\n## ", 1)[0]
     assert set(re.findall(r"pip install streamfold\[(\w+)\]", install)) == extras
+
+
+def test_every_error_has_partial() -> None:
+    # "All errors derive from sf.StreamfoldError. `.partial` is the message folded so far when
+    # the error comes from a fold; sf.events, which folds nothing, leaves it None": a handler
+    # `except sf.StreamfoldError as err: err.partial` must not raise AttributeError.
+    errors: list[sf.StreamfoldError] = [sf.StreamfoldError("x")]
+    for text in ('{"a": ', "]"):
+        with pytest.raises(sf.StreamfoldError) as info:
+            acc = sf.JsonAccumulator()
+            acc.push(text)
+            acc.value()
+        errors.append(info.value)
+    assert [type(e) for e in errors[1:]] == [sf.IncompleteJsonError, sf.InvalidJsonError]
+    assert [e.partial for e in errors] == [None, None, None]
+    with pytest.raises(sf.StreamfoldError) as folded:
+        sf.fold([b'data: {"choices": []}\n\n'], provider="openai")
+    assert isinstance(folded.value.partial, sf.Message)

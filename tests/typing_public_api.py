@@ -115,12 +115,12 @@ def errors(chunks: list[bytes]) -> None:
         assert_type(err.position, int | None)
         print(err.partial, err.events, err.event)
     except sf.StreamfoldError as err:
-        print(err)
+        print(err, err.partial)
     acc = sf.JsonAccumulator()
     try:
         acc.value()
     except (sf.IncompleteJsonError, sf.InvalidJsonError) as err:
-        print(err.offset, err.expected)
+        print(err.offset, err.expected, err.partial)
 
 
 def streams(url: str, body: dict[str, Any], h: dict[str, str]) -> None:

@@ -22,7 +22,16 @@ __all__ = [
 
 
 class StreamfoldError(Exception):
-    """Root of every error streamfold raises."""
+    """Root of every error streamfold raises.
+
+    ``partial`` is the message folded so far when the error comes from a fold, else ``None``
+    (``sf.events``, ``JsonAccumulator``), so ``except StreamfoldError as err: err.partial``
+    holds for every error.
+    """
+
+    #: The ``Message`` folded so far (``Any``: a fold's errors always have one, and strict code
+    #: reads ``err.partial.text`` without a check); ``None`` when nothing was folded.
+    partial: Any = None
 
 
 class ProtocolError(StreamfoldError, ValueError):
