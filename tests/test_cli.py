@@ -675,3 +675,21 @@ def test_a_whole_stream_of_another_provider_is_not_called_a_cut_connection() -> 
     assert "try --provider anthropic" in result.stderr
     assert "connection was cut" not in result.stderr
     assert "its first frames read as" not in result.stderr  # the library's own advice, once
+
+
+def test_demo_exit_codes_are_documented_and_kept(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `streamfold demo --help` lists its own exit codes (0 is "all as expected", not the
+    # examples' own codes), and 1 names the example that did not behave as catalogued.
+    from streamfold import cli_demo
+    from streamfold.cli import main
+
+    usage = streamfold("demo", "--help").stdout
+    assert "exit codes:" in usage
+    assert "0    every example behaved as its catalogue says" in usage
+    assert "1    some example did not" in usage
+    wrong = cli_demo.Example("mistral_text.sse", "mistral", Outcome.INCOMPLETE, "catalogued wrong")
+    monkeypatch.setattr(cli_demo, "EXAMPLES", (BY_FILE["openai_parallel_tools.sse"], wrong))
+    assert main(["demo", "--color", "never"]) == 1
+    assert capsys.readouterr().out.endswith("not as expected: mistral_text.sse\n")

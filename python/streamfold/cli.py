@@ -65,6 +65,15 @@ exit codes:
        input and what arrived is inspected (exit code as above)
 """
 
+_DEMO_EXIT_CODES = """\
+exit codes:
+  0    every example behaved as its catalogue says (whatever each one's own exit code)
+  1    some example did not (named at the end)
+  2    usage error, or output that cannot be written
+  70   internal error (a bug in streamfold: please report it)
+  130  interrupted (Ctrl-C)
+"""
+
 #: Exit code for an internal error (sysexits.h ``EX_SOFTWARE``).
 _EXIT_INTERNAL = 70
 _EXIT_INTERRUPTED = 130
@@ -167,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="run inspect over the example streams shipped in the package",
         description="Run inspect over the example streams shipped in the package (offline).",
+        epilog=_DEMO_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_color(demo)
     demo.set_defaults(handler=_cmd_demo)
