@@ -474,6 +474,18 @@ def test_timing_on_steady_arrivals_has_no_burst(tmp_path: Path) -> None:
     assert timing["gap_max"] == pytest.approx(0.08, abs=1e-6)
 
 
+def test_timing_of_a_stream_without_text_shows_no_token_rate(tmp_path: Path) -> None:
+    # Tool calls only: no token to time, which is not "all at once".
+    body = (EXAMPLES_DIR / "openai_parallel_tools.sse").read_bytes()
+    path = tmp_path / "tools.jsonl"
+    write_recording(path, body, [0.1, 0.2, 0.3, 0.4], end=0.5)
+    result = streamfold("inspect", str(path), "--timing", "--color", "never")
+    assert result.returncode == 0
+    line = next(line for line in result.stdout.splitlines() if " events (" in line)
+    assert " · 0 tokens (—) · " in line
+    assert "all at once" not in line
+
+
 def test_timing_on_a_stall_that_cut_the_stream(tmp_path: Path) -> None:
     body = (EXAMPLES_DIR / "openai_cut_connection.sse").read_bytes()
     times = [0.4, 0.5, 0.6, 0.7]

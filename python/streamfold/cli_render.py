@@ -353,7 +353,9 @@ def _timing_section(report: TimingReport, style: Style) -> list[str]:
             return "—"
         return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
 
-    def rate(value: float | None) -> str:
+    def rate(value: float | None, count: int) -> str:
+        if count == 0:
+            return "—"  # none to time, rather than "all at once"
         return "— (all at once)" if value is None else f"{value:.1f}/s"
 
     lines = [style("timing", "bold")]
@@ -366,8 +368,9 @@ def _timing_section(report: TimingReport, style: Style) -> list[str]:
         f" · max {secs(report.gap_max)}"
     )
     lines.append(
-        f"  {report.events} events ({rate(report.events_per_second)}) · {report.tokens} tokens "
-        f"({rate(report.tokens_per_second)}) · {report.chunks} chunks, {report.bytes} bytes "
+        f"  {report.events} events ({rate(report.events_per_second, report.events)}) · "
+        f"{report.tokens} tokens ({rate(report.tokens_per_second, report.tokens)}) · "
+        f"{report.chunks} chunks, {report.bytes} bytes "
         f"over {report.duration:.3f} s"
     )
     if report.sparkline:
