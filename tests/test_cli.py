@@ -407,6 +407,8 @@ def test_a_first_event_over_the_size_limit_is_a_protocol_error(
     assert err.startswith("streamfold: protocol error: ")
     assert "larger than max_event_bytes=16777216" in err or "longer than max_line_bytes" in err
     assert "✗ protocol error" in out
+    if provider == "auto":  # nothing was read whole to detect a provider from
+        assert "\nprovider  auto (not detected: no frame was read whole)\n" in out
 
 
 def test_protocol_error_partway_exits_4(tmp_path: Path) -> None:

@@ -125,6 +125,8 @@ def _ending_line(inspection: Inspection) -> str:
 
 def _header(inspection: Inspection, style: Style) -> list[str]:
     how = "detected" if inspection.detected else "forced with --provider"
+    if inspection.provider == "auto":
+        how = "not detected: no frame was read whole"  # e.g. a first event over the limit
     provider = style(inspection.provider, "bold", "cyan")
     return [
         f"{style('source', 'bold')}    {inspection.source}",
