@@ -178,16 +178,17 @@ async def fold_md(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run
 
 
 async def http_md_responses(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
-    cases = [
-        ("anthropic", "anthropic_thinking.sse"),
-        ("openai", "openai_parallel_tools.sse"),
-        ("cohere-v2", "cohere_v2_citations.sse"),
-        ("openai", "openai_parallel_tools.sse"),
-    ]
+    # Statement number -> what it folds (statement 2 makes aiohttp's timeout).
+    cases = {
+        0: ("anthropic", "anthropic_thinking.sse"),
+        1: ("openai", "openai_parallel_tools.sse"),
+        3: ("cohere-v2", "cohere_v2_citations.sse"),
+        4: ("openai", "openai_parallel_tools.sse"),
+    }
     return Run(
         {"body": {"stream": True}, "h": {"authorization": "Bearer k"}},
-        before={i: {"url": server.url(f"/example/{name}")} for i, (_, name) in enumerate(cases)},
-        after={i: complete_from(*case) for i, case in enumerate(cases)},
+        before={i: {"url": server.url(f"/example/{name}")} for i, (_, name) in cases.items()},
+        after={i: complete_from(*case) for i, case in cases.items()},
     )
 
 
@@ -220,16 +221,15 @@ def assert_open(client: httpx.AsyncClient) -> None:
 
 
 async def http_md_resumable(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
-    client = stack.enter_context(httpx.Client())
-
     def check(ns: dict[str, Any]) -> None:
+        ns["client"].close()  # the snippet's own client, made for the process
         message = ns["message"]
         assert message.complete
         assert message.provider == "clouisle"
         assert message.text == "À Zürich il fait 21 °C et du soleil ☀️."
         assert message.metadata["run_id"] == "run-1"
 
-    return Run({"client": client, "run_stream_url": server.url("/stream/clouisle")}, check=check)
+    return Run({"run_stream_url": server.url("/stream/clouisle")}, check=check)
 
 
 SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
@@ -242,14 +242,17 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("docs/fold.md", "import streamfold as sf"): fold_md,
     (
         "docs/http.md",
-        'with httpx.Client() as client, client.stream("POST", url, json=body, headers=h) as '
-        "response:",
+        "with httpx.Client(timeout=httpx.Timeout(600, connect=5)) as client:  # 600 s read, 5 s "
+        "connect",
     ): http_md_responses,
     (
         "docs/http.md",
         'with sf.stream("POST", url, provider="anthropic", json=body, headers=h) as s:',
     ): http_md_stream,
-    ("docs/http.md", "def connect(cursor: sf.Cursor):"): http_md_resumable,
+    (
+        "docs/http.md",
+        "client = httpx.Client(timeout=httpx.Timeout(600, connect=5))   # as sf.stream's client",
+    ): http_md_resumable,
 }
 
 
