@@ -519,3 +519,60 @@ def test_a_run_waiting_on_ask_user_asks_the_client_until_it_completes() -> None:
     assert partial.metadata == {"conversation_id": "conv-1", "run_id": "run-123", "elapsed_ms": 31}
     done = sf.fold([ASKED], P)
     assert (done.status, done.finish_reason, done.pending_tool_call) == ("completed", "stop", None)
+
+
+# -- the run stream's envelope ----------------------------------------------------------------
+
+
+def enveloped(
+    event_type: str, sequence: int, message_id: str | None, payload: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """A run event with the envelope fields at the top and the event's own in ``payload``."""
+    return event_type, {
+        "run_id": "run-123",
+        "sequence": sequence,
+        "timestamp": "2026-05-01T10:00:00Z",
+        "round_id": "rnd-1",
+        "message_id": message_id,
+        "type": event_type,
+        "payload": payload,
+    }
+
+
+def test_run_events_with_their_fields_under_payload() -> None:
+    stream = sse(
+        enveloped("run_start", 1, None, {"status": "running", "run_id": "run-123"}),
+        enveloped(
+            "message_start", 2, "msg-5", {"conversation_id": "conv-1", "message_id": "msg-5"}
+        ),
+        enveloped("content_delta", 3, "msg-5", {"delta": "Looking."}),
+        enveloped(
+            "tool_call",
+            4,
+            "msg-5",
+            {"tool_call_id": "t1", "tool_name": "search", "arguments": {"q": "x"}},
+        ),
+        enveloped(
+            "tool_result",
+            5,
+            "msg-5",
+            {"tool_call_id": "t1", "tool_name": "search", "result": "hit", "is_error": False},
+        ),
+        enveloped("content_delta", 6, "msg-5", {"delta": "Found."}),
+        enveloped("message_end", 7, None, {"usage": {"prompt_tokens": 4, "completion_tokens": 2}}),
+        enveloped("run_end", 8, None, {"status": "completed", "message_id": "msg-5"}),
+    )
+    pipeline = sf.Pipeline(P, strict=True)
+    pipeline.feed(stream)
+    assert pipeline.provider.sequence == 8
+    message = sf.fold([stream], P, strict=True)
+    assert (message.text, message.id, message.complete, message.warnings) == (
+        "Looking.Found.",
+        "msg-5",
+        True,
+        [],
+    )
+    assert [(c.id, c.arguments) for c in message.tool_calls] == [("t1", {"q": "x"})]
+    assert [(r.call_id, r.output) for r in message.tool_results] == [("t1", "hit")]
+    assert message.usage is not None and message.usage.total_tokens == 6
+    assert message.metadata == {"conversation_id": "conv-1", "run_id": "run-123"}

@@ -1,9 +1,12 @@
 """Clouisle agents: agent SSE events and durable run events.
 
 Wire format (Clouisle "SSE Streaming Events", the seed ``004``). The event type is the SSE
-``event:`` name, else the payload ``type``. The docs name the events but not every payload
-field; these fields are read, with the obvious alternates, and everything else stays in
-``raw``::
+``event:`` name, else the payload ``type``. Run-scoped events carry the envelope ``run_id``,
+``sequence``, ``timestamp``, ``round_id``, ``message_id``, ``type``; the event's own fields
+sit beside it (as the seed's examples show them) or in a ``payload`` object (as the run
+stream's buffer stores them): both are read, the event's fields winning. The docs name the
+events but not every payload field; these fields are read, with the obvious alternates, and
+everything else stays in ``raw``::
 
     message_start          conversation_id, message_id
     rag_start              retrieval starts                     -> Notice("rag_start")
@@ -187,6 +190,12 @@ class Clouisle(Provider):
 
     def handle(self, frame: Any, out: list[Event]) -> None:
         payload = self.json_object(frame)
+        inner = payload.get("payload")
+        if inner.__class__ is dict and ("sequence" in payload or "run_id" in payload):
+            # A run event as the run stream sends it: the envelope (run_id, sequence,
+            # timestamp, round_id, message_id, type) with the event's own fields in
+            # ``payload``. Read as one object; the event's fields win.
+            payload = {**{k: v for k, v in payload.items() if k != "payload"}, **inner}
         event_type = frame.event
         if event_type == "message":
             event_type = payload.get("type")
