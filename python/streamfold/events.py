@@ -18,7 +18,10 @@ mapped to block indices by the provider module, in order of appearance.
 What providers promise and the fold relies on:
 
 * Every choice (OpenAI ``n>1``) opens with a ``MessageStart(choice=i)``; every other
-  provider sends exactly one ``MessageStart`` (choice 0), synthesized if the wire has none.
+  provider sends one ``MessageStart`` (choice 0), synthesized if the wire has none. A
+  Clouisle durable run may hold several rounds (a tool turn, then the answer): each further
+  round sends ``MessageStart(continued=True)``, which continues the same message (reopening
+  it if its round had ended), so one run folds into one message.
 * ``MessageDelta`` carries a finish reason sent before the terminal event (Anthropic
   ``message_delta``, a Chat Completions ``finish_reason``); the fold shows it until
   ``MessageEnd`` replaces it.
@@ -98,6 +101,10 @@ class MessageStart(Event):
     #: Run or session identifiers the opening frame carries (Clouisle ``conversation_id``,
     #: ``run_id``), for ``Message.metadata``; ``None`` when there are none.
     metadata: dict[str, Any] | None = None
+    #: A further round of the same message (a Clouisle durable run's next round): its blocks
+    #: follow the earlier rounds' blocks, and a ``MessageEnd`` of an earlier round is undone
+    #: (the message ends again with its last round). ``id``, when set, replaces the id.
+    continued: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1034,6 +1034,12 @@ class Folder:
 
     def _on_message_start(self, ev: MessageStart) -> None:
         c = self._choice(ev.choice)
+        if ev.continued and c.ended:
+            # A durable run's next round: the message goes on and ends again with it.
+            c.ended = False
+            c.finish = None
+            c.raw_finish = None
+            c.platform_tools = False
         if ev.id is not None:
             c.id = ev.id
         if ev.model is not None:

@@ -521,6 +521,227 @@ def test_a_run_waiting_on_ask_user_asks_the_client_until_it_completes() -> None:
     assert (done.status, done.finish_reason, done.pending_tool_call) == ("completed", "stop", None)
 
 
+# -- durable runs of several rounds -----------------------------------------------------------
+
+
+def scoped(
+    event_type: str, sequence: int, round_id: str | None, message_id: str | None, **fields: Any
+) -> tuple[str, dict[str, Any]]:
+    """A run-scoped event with the seed's whole envelope: "run_id, sequence, timestamp,
+    round_id, message_id, and type"."""
+    envelope = {
+        "run_id": "run-123",
+        "sequence": sequence,
+        "timestamp": f"2026-05-01T10:00:{sequence:02d}Z",
+        "round_id": round_id,
+        "message_id": message_id,
+        "type": event_type,
+    }
+    return event_type, {**envelope, **fields}
+
+
+#: An agent that calls a tool, then answers: two rounds, each its own message_start and
+#: message_end, with a new round_id and message_id; one run_end.
+TWO_ROUNDS = [
+    scoped("run_start", 1, None, None, status="running"),
+    scoped("message_start", 2, "rnd-1", "msg-1", conversation_id="conv-1"),
+    scoped("reasoning_start", 3, "rnd-1", "msg-1"),
+    scoped("reasoning_delta", 4, "rnd-1", "msg-1", delta="Need the forecast."),
+    scoped("reasoning_end", 5, "rnd-1", "msg-1"),
+    scoped("content_delta", 6, "rnd-1", "msg-1", delta="Checking."),
+    scoped(
+        "tool_call",
+        7,
+        "rnd-1",
+        "msg-1",
+        tool_call_id="t1",
+        tool_name="weather",
+        arguments={"city": "Oslo"},
+    ),
+    scoped(
+        "tool_result",
+        8,
+        "rnd-1",
+        "msg-1",
+        tool_call_id="t1",
+        tool_name="weather",
+        result='{"sky": "clear"}',
+        is_error=False,
+    ),
+    scoped(
+        "message_end",
+        9,
+        "rnd-1",
+        "msg-1",
+        usage={"prompt_tokens": 30, "completion_tokens": 9},
+        elapsed_ms=400,
+    ),
+    scoped("message_start", 10, "rnd-2", "msg-2", conversation_id="conv-1"),
+    scoped("content_delta", 11, "rnd-2", "msg-2", delta="Clear skies "),
+    scoped("content_delta", 12, "rnd-2", "msg-2", delta="in Oslo."),
+    scoped(
+        "message_end",
+        13,
+        "rnd-2",
+        "msg-2",
+        usage={"prompt_tokens": 52, "completion_tokens": 6},
+        elapsed_ms=700,
+    ),
+    scoped("run_end", 14, "rnd-2", "msg-2", status="completed"),
+]
+
+
+def _without(frames: list[tuple[str, dict[str, Any]]], *kinds: str) -> list[Any]:
+    kept = [f for f in frames if f[0] not in kinds or f[1]["sequence"] > 10]
+    return [(name, {**p, "sequence": n}) for n, (name, p) in enumerate(kept, 1)]
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        TWO_ROUNDS,
+        # The first round's message_end left out: the second message_start alone starts it.
+        _without(TWO_ROUNDS, "message_end"),
+        # No second message_start: after message_end the next agent event starts the round.
+        [f for f in TWO_ROUNDS if f[1]["sequence"] != 10],
+        # Neither: the new round_id and message_id alone start it.
+        [f for f in TWO_ROUNDS if f[1]["sequence"] not in (9, 10)],
+    ],
+    ids=["message_end-and-start", "message_start", "message_end", "round_id"],
+)
+def test_a_run_of_several_rounds_folds_into_one_message(frames: list[Any]) -> None:
+    stream = sse(*frames)
+    result = run(stream, P, strict=True)
+    assert result.error is None
+    assert result.warnings == []
+    starts = result.of(MessageStart)
+    assert [(s.id, s.continued) for s in starts] == [("msg-1", False), ("msg-2", True)]
+    message = sf.fold([stream], P, strict=True)
+    assert (message.complete, message.status, message.warnings) == (True, "completed", [])
+    assert [(b.kind, b.text) for b in message.blocks] == [
+        ("reasoning", "Need the forecast."),
+        ("text", "Checking."),
+        ("tool_call", ""),
+        ("text", "Clear skies in Oslo."),
+    ]
+    assert message.text == "Checking.Clear skies in Oslo."
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("t1", "weather", {"city": "Oslo"})
+    ]
+    assert [(r.call_id, r.output) for r in message.tool_results] == [("t1", '{"sky": "clear"}')]
+    # The message the run ended with; the last usage report (never summed).
+    assert message.id == "msg-2"
+    assert (message.finish_reason, message.raw_finish_reason) == ("stop", None)
+    if any(f[0] == "message_end" and f[1]["sequence"] < 10 for f in frames):
+        assert message.usage is not None and message.usage.output_tokens == 6
+
+
+def test_a_run_cut_in_its_second_round_has_no_finish_yet() -> None:
+    # The first round ended with "stop"; the run went on. Cut in the second round, the
+    # partial must not claim the answer stopped normally.
+    stream = sse(*TWO_ROUNDS[:11])
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([stream], P, strict=True)
+    partial = info.value.partial
+    assert (partial.complete, partial.finish_reason, partial.raw_finish_reason) == (
+        False,
+        None,
+        None,
+    )
+    assert partial.text == "Checking.Clear skies "
+    folder = sf.Folder(P)
+    finishes = []
+    for event in run(stream, P).events:
+        folder.add(event)
+        if isinstance(event, (MessageEnd, MessageStart)):
+            finishes.append(folder.snapshot().finish_reason)
+    # The first round's end shows "stop", as it was; the second round takes it back.
+    assert finishes == [None, "stop", None]
+
+
+def test_output_truncated_in_an_earlier_round_does_not_end_the_run() -> None:
+    # The tool turn hit the output limit; the answer of the next round did not.
+    truncated = scoped("output_truncated", 9, "rnd-1", "msg-1")
+    frames = [
+        (n, {**p, "sequence": i})
+        for i, (n, p) in enumerate([*TWO_ROUNDS[:8], truncated, *TWO_ROUNDS[8:]], 1)
+    ]
+    message = sf.fold([sse(*frames)], P, strict=True)
+    assert (message.finish_reason, message.raw_finish_reason) == ("stop", None)
+    assert [n.kind for n in message.notices] == ["output_truncated"]
+    cut = sse(*frames[:9])
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], P)
+    assert info.value.partial.finish_reason == "length"
+
+
+def test_a_run_resumed_after_ask_user_repeats_message_start() -> None:
+    # The run waits on ask_user without ending its message; once answered it starts again
+    # (run_start), reports the answer as the call's tool_result and repeats message_start
+    # with the same message_id.
+    frames = [
+        scoped("run_start", 1, None, None, status="running"),
+        scoped("message_start", 2, "rnd-1", "msg-7", conversation_id="conv-1"),
+        scoped("content_delta", 3, "rnd-1", "msg-7", delta="Let me ask."),
+        scoped(
+            "tool_call",
+            4,
+            "rnd-1",
+            "msg-7",
+            tool_call_id="call-123",
+            tool_name="ask_user",
+            arguments=ASK,
+        ),
+        scoped(
+            "run_status",
+            5,
+            "rnd-1",
+            "msg-7",
+            status="waiting",
+            pending_tool_call_id="call-123",
+            pending_tool_name="ask_user",
+            pending_tool_input=ASK,
+        ),
+        scoped("run_start", 6, None, None, status="running"),
+        scoped(
+            "tool_result",
+            7,
+            "rnd-1",
+            "msg-7",
+            tool_call_id="call-123",
+            tool_name="ask_user",
+            result='{"q1": "Oslo"}',
+        ),
+        scoped("message_start", 8, "rnd-1", "msg-7", conversation_id="conv-1"),
+        scoped("content_delta", 9, "rnd-1", "msg-7", delta="Oslo it is."),
+        scoped(
+            "message_end", 10, "rnd-1", "msg-7", usage={"prompt_tokens": 40, "completion_tokens": 8}
+        ),
+        scoped("run_end", 11, "rnd-1", "msg-7", status="completed"),
+    ]
+    result = run(sse(*frames), P, strict=True)
+    assert (result.error, result.warnings) == (None, [])
+    message = sf.fold([sse(*frames)], P, strict=True)
+    assert [(b.kind, b.text) for b in message.blocks if b.kind == "text"] == [
+        ("text", "Let me ask."),
+        ("text", "Oslo it is."),
+    ]
+    assert (message.id, message.finish_reason, message.complete) == ("msg-7", "stop", True)
+    assert (message.status, message.pending_tool_call) == ("completed", None)
+    assert [r.output for r in message.tool_results] == ['{"q1": "Oslo"}']
+
+
+def test_outside_a_run_a_stream_is_still_one_message() -> None:
+    # A plain agent stream (no run events, no run_id): a second message is still a violation.
+    stream = sse(
+        ("message_start", {"message_id": "a"}),
+        ("message_end", {}),
+        ("message_start", {"message_id": "b"}),
+        ("message_end", {}),
+    )
+    assert isinstance(run(stream, P, strict=True).error, sf.ProtocolError)
+
+
 # -- the run stream's envelope ----------------------------------------------------------------
 
 

@@ -32,9 +32,17 @@ follows at once.
 
 Messages and runs. ``MessageStart`` comes from ``message_start`` (its ``message_id``), or is
 synthesized before the first agent event; run events alone never start a message (a resumed
-run stream may carry only run events). ``message_end`` -> ``MessageEnd`` (``length`` when
-``output_truncated`` came earlier: it also sends ``MessageDelta(finish_reason="length")``, so a
-stream cut before the end keeps that finish; ``data`` = ``{elapsed_ms, status}``). Run events ->
+run stream may carry only run events). A durable run (run events, or frames with a
+``run_id``) may hold several rounds: a tool turn, then the answer; a run resumed after
+``ask_user`` repeats ``message_start``. A further ``message_start``, an agent event after a
+``message_end``, or a new ``round_id``/``message_id`` begins a round: the open text block is
+closed and ``MessageStart(continued=True)`` continues the same message (the fold reopens it
+if the round had ended), so one run is one message and no rule is broken. Outside a run, a
+second message or an event after ``message_end`` is a violation.
+
+``message_end`` -> ``MessageEnd`` (``length`` when ``output_truncated`` came earlier in its
+round: it also sends ``MessageDelta(finish_reason="length")``, so a stream cut before the end
+keeps that finish; ``data`` = ``{elapsed_ms, status}``). Run events ->
 ``RunStatus``; ``run_end`` is ``terminal`` and, when the message never ended, also ends it
 with the run's status. The identifiers a caller needs to reconnect ("reuse the existing
 conversation_id / run_id") go to ``Message.metadata``: ``conversation_id`` and ``run_id`` of
@@ -158,10 +166,13 @@ class Clouisle(Provider):
         super().__init__(strict=strict)
         self._started = False
         self._message_id: Any = None
+        self._round_id: Any = None
         self._message_ended = False
         self._in_run = False
         self._run_ended = False
-        self._truncated = False
+        #: The finish an earlier event decided for a normal end: ``output_truncated``
+        #: (``length``) or ``iteration_cap_reached`` (``other``), with that event's name.
+        self._limit: tuple[FinishReason, str] | None = None
         self._next_block = 0
         self._text: int | None = None
         self._reasoning: int | None = None
@@ -211,10 +222,16 @@ class Clouisle(Provider):
                 )
                 return
             self.sequence = sequence
-        if self._run_ended or (self._message_ended and event_type not in RUN_EVENTS):
-            after = "run_end" if self._run_ended else "message_end"
-            self.violation(f"event after {after}", out, event=event_type, raw=frame)
+        if payload.get("run_id") is not None:
+            self._in_run = True  # run-scoped events carry their run's id
         handler = self._on.get(event_type) if event_type.__class__ is str else None
+        if self._run_ended:
+            self.violation("event after run_end", out, event=event_type, raw=frame)
+        elif handler is not None and event_type not in RUN_EVENTS and event_type != "error":
+            if self._in_run and self._started and self._next_round(payload, event_type):
+                self._new_round(payload, frame, out)
+            elif self._message_ended:
+                self.violation("event after message_end", out, event=event_type, raw=frame)
         if handler is None:
             out.append(Unknown(event_type=event_type, raw=frame))
             return
@@ -225,13 +242,49 @@ class Clouisle(Provider):
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
             ) from None
 
-    # -- message and blocks ------------------------------------------------------------------
+    # -- message, rounds and blocks ------------------------------------------------------------
+
+    def _next_round(self, p: dict[str, Any], event_type: str) -> bool:
+        """Whether this agent event of a durable run begins a further round: it follows the
+        previous round's ``message_end``, or it is a ``message_start`` (the run resuming after
+        ``ask_user`` repeats it), or its ``round_id`` / ``message_id`` is a new one."""
+        round_id = p.get("round_id")
+        known_round = self._round_id
+        if round_id is not None:
+            self._round_id = round_id
+        if self._message_ended or event_type == "message_start":
+            return True
+        if round_id is not None and known_round is not None and round_id != known_round:
+            return True
+        message_id = p.get("message_id")
+        return message_id is not None and self._message_id not in (None, message_id)
+
+    def _new_round(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """Continue the message with a further round: the rounds' blocks follow each other in
+        one message, which ends with its last round (or the run's end)."""
+        if self._text is not None:
+            out.append(BlockEnd(index=self._text, kind="text", raw=frame))
+            self._text = None
+        if self._reasoning is not None:
+            self.violation("reasoning never ended", out, event=p.get("type"), raw=frame)
+            out.append(BlockEnd(index=self._reasoning, kind="reasoning", raw=frame))
+            self._reasoning = None
+        self._message_ended = False
+        # What ended the previous round's model turn does not end this one.
+        self._limit = None
+        message_id = p.get("message_id")
+        if message_id is not None:
+            self._message_id = message_id
+        metadata = _metadata(p, ID_FIELDS)
+        out.append(MessageStart(id=message_id, metadata=metadata, continued=True, raw=frame))
 
     def _start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """Synthesize ``MessageStart`` before the first agent event that is not message_start."""
         if not self._started:
             self._started = True
             self._message_id = p.get("message_id")
+            if self._round_id is None:
+                self._round_id = p.get("round_id")
             metadata = _metadata(p, ID_FIELDS)
             out.append(MessageStart(id=self._message_id, metadata=metadata, raw=frame))
 
@@ -258,7 +311,9 @@ class Clouisle(Provider):
     def _message_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if not self._started:
             self._start(p, frame, out)
-        elif p.get("message_id") not in (None, self._message_id):
+        elif not self._in_run and p.get("message_id") not in (None, self._message_id):
+            # Outside a durable run a stream is one message; in a run a further
+            # message_start is a new round (see handle).
             self.violation("a second message_start", out, event="message_start", raw=frame)
 
     def _rag_context(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -345,15 +400,14 @@ class Clouisle(Provider):
         out.append(MediaAdded(media=p, raw=frame))
 
     def _output_truncated(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
-        self._truncated = True
         self._notice("output_truncated", p, frame, out)
+        self._set_limit("length", "output_truncated", frame, out)
+
+    def _set_limit(self, reason: FinishReason, name: str, frame: Any, out: list[Event]) -> None:
+        self._limit = (reason, name)
         if not self._message_ended:
             # The finish is known now: a stream cut before message_end keeps it.
-            out.append(
-                MessageDelta(
-                    finish_reason="length", raw_finish_reason="output_truncated", raw=frame
-                )
-            )
+            out.append(MessageDelta(finish_reason=reason, raw_finish_reason=name, raw=frame))
 
     def _notice(self, kind: str, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if kind not in RUN_EVENTS:
@@ -375,9 +429,12 @@ class Clouisle(Provider):
         if self._reasoning is not None:
             self.violation("reasoning never ended", out, event="message_end")
         reason: FinishReason = "stop" if status is None else FINISH_REASONS.get(status, "other")
-        if reason == "stop" and self._truncated:
-            reason = "length"
         raw_reason = status if status is None or isinstance(status, str) else str(status)
+        limit = self._limit
+        if reason == "stop" and limit is not None:
+            reason = limit[0]
+            if raw_reason is None:
+                raw_reason = limit[1]
         out.append(
             MessageEnd(
                 finish_reason=reason,
