@@ -161,7 +161,8 @@ def test_agent_events_map() -> None:
     assert folded.usage == sf.Usage(
         10, 5, 15, raw={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     )
-    assert (folded.finish_reason, folded.raw_finish_reason) == ("stop", "completed")
+    # The run ended at its tool iteration cap, not with the model's own answer.
+    assert (folded.finish_reason, folded.raw_finish_reason) == ("other", "completed")
     assert folded.end_data == {"elapsed_ms": 1200, "status": "completed"}
 
 
@@ -740,6 +741,75 @@ def test_outside_a_run_a_stream_is_still_one_message() -> None:
         ("message_end", {}),
     )
     assert isinstance(run(stream, P, strict=True).error, sf.ProtocolError)
+
+
+# -- iteration cap ----------------------------------------------------------------------------
+
+#: An agent stopped by its tool iteration cap: the platform ends the run with its own closing
+#: text in ``iteration_cap_reached.content``, then message_end (usage only) and run_end.
+CAPPED = [
+    scoped("run_start", 1, None, None, status="running"),
+    scoped("message_start", 2, "rnd-1", "msg-9", conversation_id="conv-1"),
+    scoped("content_delta", 3, "rnd-1", "msg-9", delta="Searching."),
+    scoped(
+        "tool_call",
+        4,
+        "rnd-1",
+        "msg-9",
+        tool_call_id="t1",
+        tool_name="search",
+        arguments={"q": "x"},
+    ),
+    scoped(
+        "tool_result", 5, "rnd-1", "msg-9", tool_call_id="t1", tool_name="search", result="nothing"
+    ),
+    scoped(
+        "iteration_cap_reached",
+        6,
+        "rnd-1",
+        "msg-9",
+        content="I reached the maximum number of tool calls.",
+    ),
+    scoped("message_end", 7, "rnd-1", "msg-9", usage={"prompt_tokens": 9, "completion_tokens": 3}),
+    scoped("run_end", 8, "rnd-1", "msg-9", status="completed"),
+]
+
+
+def test_the_iteration_cap_is_the_finish_reason() -> None:
+    result = run(sse(*CAPPED), P, strict=True)
+    assert (result.error, result.warnings) == (None, [])
+    (ended,) = result.of(MessageEnd)
+    assert (ended.finish_reason, ended.raw_finish_reason) == ("other", "iteration_cap_reached")
+    message = sf.fold([sse(*CAPPED)], P, strict=True)
+    # The run did end (complete), but not with the model's own answer: "other", and why.
+    assert (message.complete, message.finish_reason, message.raw_finish_reason) == (
+        True,
+        "other",
+        "iteration_cap_reached",
+    )
+    assert [n.kind for n in message.notices] == ["iteration_cap_reached"]
+    assert message.warnings == []
+    # The platform's closing text is shown, as a text block of its own.
+    assert [b.text for b in message.blocks if b.kind == "text"] == [
+        "Searching.",
+        "I reached the maximum number of tool calls.",
+    ]
+
+
+def test_the_iteration_cap_survives_a_cut_and_a_run_end_without_message_end() -> None:
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([sse(*CAPPED[:6])], P)
+    partial = info.value.partial
+    assert (partial.finish_reason, partial.raw_finish_reason) == ("other", "iteration_cap_reached")
+    ended = sf.fold([sse(*CAPPED[:6], CAPPED[7])], P, strict=True)
+    assert (ended.finish_reason, ended.raw_finish_reason, ended.complete) == (
+        "other",
+        "completed",
+        True,
+    )
+    # A stopped or failed run keeps its own finish.
+    failed = sse(*CAPPED[:6], scoped("run_end", 8, "rnd-1", "msg-9", status="failed"))
+    assert sf.fold([failed], P).finish_reason == "error"
 
 
 # -- the run stream's envelope ----------------------------------------------------------------

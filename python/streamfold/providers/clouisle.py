@@ -17,7 +17,8 @@ everything else stays in ``raw``::
     tool_call              id, name, arguments (object or JSON text) | args | input: whole
     tool_result            id, name, result | output, is_error | isError
     media_result           an image/video for the UI            -> MediaAdded(payload)
-    compression_start/_end, output_truncated, iteration_cap_reached, input_accepted -> Notice
+    compression_start/_end, output_truncated, input_accepted -> Notice
+    iteration_cap_reached  content (the platform's closing text) -> Notice, text block
     message_end            usage, elapsed_ms, status
     error                  code, message                         -> StreamError
     run_start, run_status  run_id, sequence, status (+ pending_tool_call_id,
@@ -41,8 +42,11 @@ if the round had ended), so one run is one message and no rule is broken. Outsid
 second message or an event after ``message_end`` is a violation.
 
 ``message_end`` -> ``MessageEnd`` (``length`` when ``output_truncated`` came earlier in its
-round: it also sends ``MessageDelta(finish_reason="length")``, so a stream cut before the end
-keeps that finish; ``data`` = ``{elapsed_ms, status}``). Run events ->
+round, ``other`` when ``iteration_cap_reached`` did: "Reached the Agent's tool iteration cap",
+so the run ended without the model's own answer. Either also sends ``MessageDelta`` with that
+finish at once, so a stream cut before the end keeps it; without a ``status`` in the end, the
+raw finish reason is that event's name. The cap's ``content``, the platform's closing text,
+is a text block of its own; ``data`` = ``{elapsed_ms, status}``). Run events ->
 ``RunStatus``; ``run_end`` is ``terminal`` and, when the message never ended, also ends it
 with the run's status. The identifiers a caller needs to reconnect ("reuse the existing
 conversation_id / run_id") go to ``Message.metadata``: ``conversation_id`` and ``run_id`` of
@@ -85,8 +89,9 @@ __all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "Clouisle"]
 #: ``message_end.status`` / ``run_end.status`` -> normalized finish reason. The docs list the
 #: terminal run states "completed / stopped / failed / interrupted: finished normally,
 #: stopped, failed, or lost with its worker". A missing status is a normal end; any other
-#: value is ``other``. ``output_truncated`` earlier in the stream ("Reached the maximum output
-#: Token") makes a normal end ``length``.
+#: value is ``other``. ``output_truncated`` earlier in the round ("Reached the maximum output
+#: Token") makes a normal end ``length``; ``iteration_cap_reached`` ("Reached the Agent's tool
+#: iteration cap") makes it ``other``.
 FINISH_REASONS: dict[str, FinishReason] = {
     "completed": "stop",
     "stopped": "other",
@@ -188,6 +193,7 @@ class Clouisle(Provider):
             "tool_result": self._tool_result,
             "media_result": self._media_result,
             "output_truncated": self._output_truncated,
+            "iteration_cap_reached": self._iteration_cap,
             "message_end": self._message_end,
             "error": self._error,
             "run_start": self._run_start,
@@ -402,6 +408,18 @@ class Clouisle(Provider):
     def _output_truncated(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._notice("output_truncated", p, frame, out)
         self._set_limit("length", "output_truncated", frame, out)
+
+    def _iteration_cap(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """The agent reached its tool iteration cap: the run ends without the model's own
+        final answer. Finish ``other`` (raw ``iteration_cap_reached`` unless the end names a
+        status); the platform's closing text (``content``) is shown as a text block."""
+        self._notice("iteration_cap_reached", p, frame, out)
+        content = p.get("content")
+        if content.__class__ is str and content:
+            index = self._open("text", frame, out)
+            self._text = index
+            out.append(text_delta(index, "text", content, 0, frame))
+        self._set_limit("other", "iteration_cap_reached", frame, out)
 
     def _set_limit(self, reason: FinishReason, name: str, frame: Any, out: list[Event]) -> None:
         self._limit = (reason, name)
