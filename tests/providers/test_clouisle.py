@@ -229,6 +229,26 @@ def test_error_raises_after_the_events_before_it() -> None:
     assert [type(x) for x in result.events] == [MessageStart, BlockStart, BlockDelta]
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"code": "run_failed", "msg": "model timed out"},  # as the platform sends it
+        {"code": "run_failed", "message": "model timed out"},
+        {"code": "run_failed", "error": "model timed out"},
+    ],
+)
+def test_the_error_message_is_read_from_msg_too(payload: dict[str, Any]) -> None:
+    stream = sse(
+        run_event("run_start", 1, status="running"),
+        run_event("content_delta", 2, delta="Half"),
+        run_event("error", 3, **payload),
+    )
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([stream], P)
+    assert (info.value.code, info.value.message) == ("run_failed", "model timed out")
+    assert info.value.partial is not None and info.value.partial.text == "Half"
+
+
 def test_durable_run() -> None:
     pipeline = sf.Pipeline(P, strict=True)
     events: list[Any] = []

@@ -20,7 +20,7 @@ everything else stays in ``raw``::
     compression_start/_end, output_truncated, input_accepted -> Notice
     iteration_cap_reached  content (the platform's closing text) -> Notice, text block
     message_end            usage, elapsed_ms, status
-    error                  code, message                         -> StreamError
+    error                  code, message | msg                   -> StreamError
     run_start, run_status  run_id, sequence, status (+ pending_tool_call_id,
                            pending_tool_name, pending_tool_input while waiting on ask_user)
     run_end                status: completed | stopped | failed | interrupted
@@ -481,8 +481,12 @@ class Clouisle(Provider):
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self.terminal_seen = True
+        # The platform sends {"code", "msg"}; "message" and a string "error" are read too.
+        message = _first(p, "message", "msg")
+        if message is None and isinstance(p.get("error"), str):
+            message = p["error"]
         raise StreamError(
-            str(p.get("message") or "the agent run failed"),
+            str(message or "the agent run failed"),
             code=p.get("code"),
             provider=self.name,
             raw=frame,
