@@ -116,7 +116,10 @@ class BlockStart(Event):
     true; no deltas follow. Blocks that arrive complete (Anthropic ``redacted_thinking``, server
     tool results) carry their payload in ``data`` and are closed at once. A provider-run tool
     call (Anthropic ``server_tool_use``) is a ``server_tool`` block whose deltas, like a tool
-    call's, are fragments of its input's JSON text.
+    call's, are fragments of its input's JSON text. A whole call's ``BlockStart`` sent again
+    for the index of a call with the same ``id`` updates that call in place (Clouisle reports
+    a call as it starts, then again with its whole arguments); any other repeat is a
+    violation.
     """
 
     type: ClassVar[str] = "block_start"

@@ -893,6 +893,25 @@ class Folder:
     def _on_block_start(self, ev: BlockStart) -> None:
         c = self._choices.get(ev.choice)
         if c is not None and ev.index in c.blocks:
+            b = c.blocks[ev.index]
+            call = b.call
+            if (
+                ev.kind == "tool_call"
+                and ev.complete
+                and call is not None
+                and call.position >= 0
+                and ev.id is not None
+                and ev.id == call.id
+            ):
+                # A whole call sent again for its block (Clouisle re-sends a call with its
+                # whole arguments once they are known): the call is updated in place.
+                update = c.calls[call.position] = b.call = _Call(ev, call.position)
+                b.complete = True
+                b.push = self._stray(b, ev)
+                if update.name is None:
+                    update.name = call.name
+                self._mark(b)
+                return
             self._violation(f"block {ev.index} of choice {ev.choice} started twice", ev)
             return
         kind = ev.kind

@@ -135,7 +135,13 @@ def reference_fold(events: list[Event]) -> Folded:
     f = Folded()
     for e in events:
         if isinstance(e, BlockStart):
-            assert e.index not in f.blocks, f"block {e.index} started twice"
+            known = f.blocks.get(e.index)
+            if known is not None:
+                # Only a whole call sent again for its closed block (Clouisle's update).
+                assert known.kind == e.kind == "tool_call", f"block {e.index} started twice"
+                assert e.complete and known.closed and e.id is not None and e.id == known.id
+                known.whole, known.whole_arguments, known.text = True, e.arguments, e.text
+                continue
             f.blocks[e.index] = RefBlock(
                 kind=e.kind,
                 text=e.text,

@@ -887,3 +887,62 @@ def test_run_events_with_their_fields_under_payload() -> None:
     assert [(r.call_id, r.output) for r in message.tool_results] == [("t1", "hit")]
     assert message.usage is not None and message.usage.total_tokens == 6
     assert message.metadata == {"conversation_id": "conv-1", "run_id": "run-123"}
+
+
+# -- a call reported again --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "whole"),
+    [({}, {"q": "oslo"}), ('{"q": "os', '{"q": "oslo"}'), ({}, '{"q": "oslo"}')],
+    ids=["objects", "texts", "object-then-text"],
+)
+def test_a_call_reported_again_with_its_whole_arguments_is_one_call(first: Any, whole: Any) -> None:
+    # The platform sends tool_call as the model starts the call, with the arguments it has
+    # so far, and again with the whole arguments once they changed; then the result.
+    stream = sse(
+        scoped("message_start", 1, "rnd-1", "msg-1", conversation_id="conv-1"),
+        scoped(
+            "tool_call",
+            2,
+            "rnd-1",
+            "msg-1",
+            tool_call_id="t1",
+            tool_name="search",
+            tool_display_name="Search",
+            arguments=first,
+        ),
+        scoped(
+            "tool_call",
+            3,
+            "rnd-1",
+            "msg-1",
+            tool_call_id="t1",
+            tool_name="search",
+            tool_display_name="Search",
+            arguments=whole,
+        ),
+        scoped(
+            "tool_result", 4, "rnd-1", "msg-1", tool_call_id="t1", tool_name="search", result="hit"
+        ),
+        scoped("content_delta", 5, "rnd-1", "msg-1", delta="Found it."),
+        scoped("message_end", 6, "rnd-1", "msg-1", usage={}),
+        scoped("run_end", 7, "rnd-1", "msg-1", status="completed"),
+    )
+    result = run(stream, P, strict=True)
+    assert (result.error, result.warnings) == (None, [])
+    message = sf.fold([stream], P, strict=True)
+    assert [(c.id, c.name, c.arguments, c.complete, c.index) for c in message.tool_calls] == [
+        ("t1", "search", {"q": "oslo"}, True, 0)
+    ]
+    assert [b.kind for b in message.blocks] == ["tool_call", "text"]
+    assert message.blocks[0].tool_call == message.tool_calls[0]
+    # A live view shows the first report until the second replaces it.
+    folder = sf.Folder(P)
+    seen = []
+    for event in result.events:
+        folder.add(event)
+        calls = folder.snapshot().tool_calls
+        if calls:
+            seen.append(calls[0].arguments_json)
+    assert seen[0] != seen[-1] and "oslo" in seen[-1]

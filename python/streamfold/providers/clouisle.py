@@ -29,7 +29,9 @@ Blocks. Text runs and reasoning are blocks in stream order; a text run ends when
 opens (text after it starts a new block). A ``tool_call`` arrives whole: with object arguments
 it is ``BlockStart(complete=True, arguments=…)``; with JSON text the text is one
 ``BlockDelta`` so the fold parses it (and reports it if invalid). Either way a ``BlockEnd``
-follows at once.
+follows at once. The platform reports a call as the model starts it (with the arguments it
+has so far) and again once its whole arguments differ: a ``tool_call`` whose id was seen is
+a whole ``BlockStart`` for that call's block, which the fold takes as the call's update.
 
 Messages and runs. ``MessageStart`` comes from ``message_start`` (its ``message_id``), or is
 synthesized before the first agent event; run events alone never start a message (a resumed
@@ -182,6 +184,8 @@ class Clouisle(Provider):
         self._text: int | None = None
         self._reasoning: int | None = None
         self._call_names: dict[Any, Any] = {}
+        #: Block index of each call id reported so far (a call re-sent is an update).
+        self._call_blocks: dict[Any, int] = {}
         self._on: dict[str, _Handler] = {
             "message_start": self._message_start,
             "rag_context": self._rag_context,
@@ -372,8 +376,29 @@ class Clouisle(Provider):
         self._start(p, frame, out)
         call_id = _first(p, "id", "tool_call_id", "call_id")
         name = _first(p, "name", "tool_name")
-        self._call_names[call_id] = name
         arguments = _first(p, "arguments", "args", "input")
+        known = self._call_blocks.get(call_id) if call_id.__class__ is str else None
+        if known is not None:
+            # The platform reports a call as the model starts it (its arguments so far) and
+            # again with its whole arguments when they changed: the call is updated, not a
+            # second call.
+            if name is None:
+                name = self._call_names.get(call_id)
+            self._call_names[call_id] = name
+            out.append(
+                BlockStart(
+                    index=known,
+                    kind="tool_call",
+                    id=call_id,
+                    name=name,
+                    arguments=arguments,
+                    complete=True,
+                    text=arguments if isinstance(arguments, str) else "",
+                    raw=frame,
+                )
+            )
+            return
+        self._call_names[call_id] = name
         if isinstance(arguments, str):
             index = self._open("tool_call", frame, out, id=call_id, name=name)
             out.append(text_delta(index, "tool_call", arguments, 0, frame))
@@ -387,6 +412,8 @@ class Clouisle(Provider):
                 arguments=arguments if arguments is not None else {},
                 complete=True,
             )
+        if call_id.__class__ is str:
+            self._call_blocks[call_id] = index
         out.append(BlockEnd(index=index, kind="tool_call", raw=frame))
 
     def _tool_result(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
