@@ -23,6 +23,7 @@ from streamfold.events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold.providers.clouisle import WORKFLOW_EVENTS
 
 from .sse_helpers import (
     check_never_crashes,
@@ -946,3 +947,119 @@ def test_a_call_reported_again_with_its_whole_arguments_is_one_call(first: Any, 
         if calls:
             seen.append(calls[0].arguments_json)
     assert seen[0] != seen[-1] and "oslo" in seen[-1]
+
+
+# -- workflow streams -------------------------------------------------------------------------
+
+
+def wf(event_type: str, sequence: int, node_id: str | None = None, **data: Any) -> tuple[str, Any]:
+    """A workflow stream event as the run stream sends it: the event's fields in ``data``."""
+    return event_type, {
+        "event": event_type,
+        "data": data,
+        "node_id": node_id,
+        "timestamp": f"2026-05-01T10:00:{sequence:02d}",
+        "sequence": sequence,
+    }
+
+
+#: "run start, node start/output/skipped, run complete": an LLM node streams its answer
+#: through the answer node; a branch not taken is skipped.
+WORKFLOW = [
+    wf("workflow_start", 1, workflow_id="wf-1", workflow_name="Orders", inputs={"q": "A-1"}),
+    wf("node_start", 2, "start", node_type="start", node_label="Start", is_streaming=False),
+    wf("node_complete", 3, "start", outputs={"q": "A-1"}, duration_ms=1, node_type="start"),
+    wf("node_skip", 4, "refund", reason="branch_not_taken", node_type="llm", node_label="Refund"),
+    wf("node_start", 5, "answer", node_type="answer", node_label="Answer", is_streaming=True),
+    wf("token", 6, "answer", token="Order A-1 "),
+    wf("token", 7, "answer", token="has shipped."),
+    wf("output", 8, "answer", output="Order A-1 has shipped.", name="answer"),
+    wf(
+        "node_complete",
+        9,
+        "answer",
+        outputs={"answer": "Order A-1 has shipped."},
+        duration_ms=40,
+        node_type="answer",
+        is_streaming=True,
+    ),
+    wf("workflow_complete", 10, outputs={"answer": "Order A-1 has shipped."}, duration_ms=52),
+]
+
+
+def test_a_workflow_stream_folds() -> None:
+    stream = sse(*WORKFLOW)
+    result = run(stream, P, strict=True)
+    assert (result.error, result.warnings) == (None, [])
+    message = sf.fold([stream], P, strict=True)
+    assert (message.text, message.complete, message.finish_reason, message.status) == (
+        "Order A-1 has shipped.",
+        True,
+        "stop",
+        "completed",
+    )
+    assert [(s.name, s.id, s.complete) for s in message.steps] == [
+        ("Start", "start", True),
+        ("Answer", "answer", True),
+    ]
+    assert [(n.kind, n.data.get("node_id")) for n in message.notices] == [
+        ("node_skip", "refund"),
+        ("output", "answer"),
+    ]
+    assert message.metadata == {"workflow_id": "wf-1", "workflow_name": "Orders", "duration_ms": 52}
+    (end,) = result.of(MessageEnd)
+    assert end.data == {"outputs": {"answer": "Order A-1 has shipped."}, "duration_ms": 52}
+    pipeline = sf.Pipeline(P)
+    pipeline.feed(stream)
+    assert pipeline.provider.sequence == 10  # resume with from_sequence=10
+
+
+def test_a_workflow_stream_cut_or_failed() -> None:
+    with pytest.raises(sf.IncompleteStreamError) as cut:
+        sf.fold([sse(*WORKFLOW[:6])], P)
+    assert (cut.value.partial.text, cut.value.partial.complete) == ("Order A-1 ", False)
+    failed = sse(
+        *WORKFLOW[:6],
+        wf("node_error", 7, "answer", error="model unavailable"),
+        wf("workflow_error", 8, "answer", error="Node answer failed: model unavailable"),
+    )
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([failed], P)
+    error = info.value
+    assert (error.code, error.message) == (
+        "workflow_error",
+        "Node answer failed: model unavailable",
+    )
+    assert error.partial is not None and error.partial.text == "Order A-1 "
+    assert [n.message for n in error.partial.notices] == [None, "model unavailable"]
+
+
+def test_a_workflow_stream_is_detected() -> None:
+    assert sf.fold([sse(*WORKFLOW)], "auto").text == "Order A-1 has shipped."
+
+
+WF_KEYS = ["token", "chunk", "error", "outputs", "duration_ms", "node_label", "workflow_id"]
+
+
+@settings(max_examples=50)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(WORKFLOW_EVENTS)),
+            st.one_of(st.none(), st.text(max_size=3)),
+            payloads(CL_TYPES, WF_KEYS),
+        ),
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_arbitrary_workflow_events_never_crash(
+    frames: list[tuple[str, str | None, dict[str, Any]]], strict: bool
+) -> None:
+    stream = sse(*(wf(name, n, node, **data) for n, (name, node, data) in enumerate(frames, 1)))
+    check_never_crashes(stream, P, strict=strict)
+
+
+@given(data=st.data(), strict=st.booleans())
+def test_mutated_workflow_streams_never_crash(data: st.DataObject, strict: bool) -> None:
+    check_never_crashes(data.draw(mutated(sse(*WORKFLOW))), P, strict=strict)

@@ -14,7 +14,8 @@ How a frame decides (the first frame usually does; see :func:`detect`):
   Cohere v2; ``content_block_*``, ``message_delta``, ``message_stop`` and a ``message_start``
   whose payload has a ``message`` object are Anthropic; a payload with ``v`` is Onecortex
   (as are the names only Onecortex uses); the Clouisle names (``content_delta``,
-  ``rag_context``, ``run_start``, a ``message_start`` without ``message``, …) are Clouisle.
+  ``rag_context``, ``run_start``, a ``message_start`` without ``message``, the workflow
+  stream's ``workflow_start``, ``node_start``, …) are Clouisle.
   ``error`` decides by its payload; ``ping`` and ``[DONE]`` decide nothing.
 * SSE, by payload shape: ``choices`` (or ``object: "chat.completion.chunk"``) is Chat
   Completions: Mistral when the model is a Mistral model (``mistral-*``, ``magistral-*``,
@@ -103,6 +104,14 @@ CLOUISLE_EVENTS = frozenset(
         "run_status",
         "input_accepted",
         "run_end",
+        # workflow streams (their other events are names any stream may use)
+        "workflow_start",
+        "workflow_complete",
+        "workflow_error",
+        "node_start",
+        "node_complete",
+        "node_error",
+        "node_skip",
     }
 )
 #: Model-name prefixes of Mistral's models (docs.mistral.ai "Models").

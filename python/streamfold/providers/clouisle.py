@@ -25,6 +25,22 @@ everything else stays in ``raw``::
                            pending_tool_name, pending_tool_input while waiting on ask_user)
     run_end                status: completed | stopped | failed | interrupted
 
+Workflow streams (``GET …/workflows/runs/{run_id}/stream``, the Webhook's ``stream_url``)
+send ``{"event", "data", "node_id", "timestamp", "sequence"}``, the event's fields in
+``data``::
+
+    workflow_start         workflow_id, workflow_name    -> MessageStart, RunStatus("running")
+    node_start             node_type, node_label         -> StepStart(node_label, id=node_id)
+    node_complete          outputs, duration_ms          -> StepEnd
+    node_error             error                         -> Notice("node_error"), StepEnd
+    node_skip, output, progress, status, iteration_start/_complete, debug -> Notice
+    token / chunk          token / chunk: a node's text  -> text, one block per node
+    workflow_complete      outputs, duration_ms          -> MessageEnd(stop, data), RunStatus
+    workflow_error         error                         -> StreamError("workflow_error")
+
+A failed, cancelled or timed-out workflow ends with ``workflow_error``. Resume with
+``from_sequence=provider.sequence`` (``Cursor.sequence``).
+
 Blocks. Text runs and reasoning are blocks in stream order; a text run ends when another block
 opens (text after it starts a new block). A ``tool_call`` arrives whole: with object arguments
 it is ``BlockStart(complete=True, arguments=…)``; with JSON text the text is one
@@ -78,6 +94,8 @@ from ..events import (
     Notice,
     RunStatus,
     SourcesAdded,
+    StepEnd,
+    StepStart,
     ToolResultAdded,
     Unknown,
     UsageUpdate,
@@ -86,7 +104,7 @@ from ..message import BlockKind, FinishReason, ToolResult, Usage
 from ._fast import text_delta
 from .base import Provider
 
-__all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "Clouisle"]
+__all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "WORKFLOW_EVENTS", "Clouisle"]
 
 #: ``message_end.status`` / ``run_end.status`` -> normalized finish reason. The docs list the
 #: terminal run states "completed / stopped / failed / interrupted: finished normally,
@@ -119,6 +137,32 @@ NOTICES = (
     "output_truncated",
     "iteration_cap_reached",
     "input_accepted",
+)
+
+#: Workflow stream events that only become a ``Notice`` of the same kind.
+WORKFLOW_NOTICES = (
+    "node_skip",
+    "output",
+    "progress",
+    "status",
+    "iteration_start",
+    "iteration_complete",
+    "debug",
+)
+
+#: Workflow stream events (Clouisle ``StreamEventType``), each as its own kind.
+WORKFLOW_EVENTS = frozenset(
+    {
+        "workflow_start",
+        "workflow_complete",
+        "workflow_error",
+        "node_start",
+        "node_complete",
+        "node_error",
+        "token",
+        "chunk",
+        *WORKFLOW_NOTICES,
+    }
 )
 
 _Handler = Callable[[dict[str, Any], Any, list[Event]], None]
@@ -186,6 +230,8 @@ class Clouisle(Provider):
         self._call_names: dict[Any, Any] = {}
         #: Block index of each call id reported so far (a call re-sent is an update).
         self._call_blocks: dict[Any, int] = {}
+        #: The workflow node whose tokens the open text block holds.
+        self._text_node: Any = None
         self._on: dict[str, _Handler] = {
             "message_start": self._message_start,
             "rag_context": self._rag_context,
@@ -203,8 +249,17 @@ class Clouisle(Provider):
             "run_start": self._run_start,
             "run_status": self._run_status,
             "run_end": self._run_end,
+            # workflow streams
+            "workflow_start": self._workflow_start,
+            "node_start": self._node_start,
+            "node_complete": self._node_complete,
+            "node_error": self._node_error,
+            "token": self._token,
+            "chunk": self._token,
+            "workflow_complete": self._workflow_complete,
+            "workflow_error": self._workflow_error,
         }
-        for kind in NOTICES:
+        for kind in (*NOTICES, *WORKFLOW_NOTICES):
             self._on.setdefault(kind, functools.partial(self._notice, kind))
 
     # -- the frame loop ----------------------------------------------------------------------
@@ -217,6 +272,18 @@ class Clouisle(Provider):
             # timestamp, round_id, message_id, type) with the event's own fields in
             # ``payload``. Read as one object; the event's fields win.
             payload = {**{k: v for k, v in payload.items() if k != "payload"}, **inner}
+        elif "sequence" in payload and payload.get("data").__class__ is dict:
+            named = payload.get("event")
+            if named.__class__ is str:
+                # A workflow stream event: {"event", "data", "node_id", "timestamp",
+                # "sequence"}, its fields in ``data``.
+                payload = {
+                    **payload["data"],
+                    "node_id": payload.get("node_id"),
+                    "sequence": payload["sequence"],
+                    "timestamp": payload.get("timestamp"),
+                    "type": named,
+                }
         event_type = frame.event
         if event_type == "message":
             event_type = payload.get("type")
@@ -515,6 +582,85 @@ class Clouisle(Provider):
         raise StreamError(
             str(message or "the agent run failed"),
             code=p.get("code"),
+            provider=self.name,
+            raw=frame,
+            position=self.position,
+            retryable_without_duplicate=self._next_block == 0,
+        )
+
+    # -- workflow streams -------------------------------------------------------------------
+
+    def _workflow_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        if not self._started:
+            self._started = True
+            metadata = _metadata(p, ("workflow_id", "workflow_name"))
+            out.append(MessageStart(metadata=metadata, raw=frame))
+        out.append(self._status(p, frame, "running", terminal=False))
+
+    def _node_name(self, p: dict[str, Any]) -> Any:
+        return _first(p, "node_label", "node_type", "node_id")
+
+    def _node_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        out.append(StepStart(name=self._node_name(p), id=p.get("node_id"), raw=frame))
+
+    def _node_complete(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        out.append(StepEnd(name=self._node_name(p), id=p.get("node_id"), raw=frame))
+
+    def _node_error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        # A node's failure need not fail the workflow (an error branch may follow); a
+        # failed workflow ends with workflow_error.
+        self._start(p, frame, out)
+        error = p.get("error")
+        message = error if isinstance(error, str) else None
+        out.append(Notice(kind="node_error", message=message, data=p, raw=frame))
+        out.append(StepEnd(name=self._node_name(p), id=p.get("node_id"), raw=frame))
+
+    def _token(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """``token`` (an LLM or answer node's text) and ``chunk``: text, one block per node."""
+        text = p.get("token") if "token" in p else p.get("chunk")
+        if text.__class__ is not str:
+            raise self.protocol_error("the node's text is not a string", event=p.get("type"))
+        node = p.get("node_id")
+        if self._text is not None and node != self._text_node:
+            out.append(BlockEnd(index=self._text, kind="text", raw=frame))
+            self._text = None
+        self._text_node = node
+        index = self._text
+        if index is None:
+            self._start(p, frame, out)
+            index = self._text = self._next_block
+            self._next_block = index + 1
+            out.append(BlockStart(index=index, kind="text", raw=frame))
+        out.append(text_delta(index, "text", text, 0, frame))
+
+    def _workflow_complete(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._start(p, frame, out)
+        self.terminal_seen = True
+        self._message_ended = True
+        if self._text is not None:
+            out.append(BlockEnd(index=self._text, kind="text", raw=frame))
+            self._text = None
+        data = {"outputs": p.get("outputs"), "duration_ms": p.get("duration_ms")}
+        out.append(
+            MessageEnd(
+                finish_reason="stop",
+                raw_finish_reason="workflow_complete",
+                data=data,
+                metadata=_metadata(p, ("duration_ms",)),
+                tools_run_by_platform=True,
+                raw=frame,
+            )
+        )
+        out.append(self._status(p, frame, "completed", terminal=True))
+
+    def _workflow_error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self.terminal_seen = True
+        error = p.get("error")
+        raise StreamError(
+            str(error if isinstance(error, str) and error else "the workflow run failed"),
+            code="workflow_error",
             provider=self.name,
             raw=frame,
             position=self.position,
