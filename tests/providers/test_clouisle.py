@@ -1063,3 +1063,22 @@ def test_arbitrary_workflow_events_never_crash(
 @given(data=st.data(), strict=st.booleans())
 def test_mutated_workflow_streams_never_crash(data: st.DataObject, strict: bool) -> None:
     check_never_crashes(data.draw(mutated(sse(*WORKFLOW))), P, strict=strict)
+
+
+def test_after_message_end_only_a_run_goes_on() -> None:
+    # Outside a run, anything but run events after message_end breaks the rule (strict
+    # raises); in a run, an error or an unknown event after a round's end is no round and
+    # no violation.
+    ended = sse(("message_start", {"message_id": "m"}), ("message_end", {}))
+    for late in (("node_update", {"x": 1}), ("error", {"code": "c", "msg": "late"})):
+        lenient = run(ended + sse(late), P)
+        assert [w.split(" (")[0] for w in lenient.warnings] == ["clouisle: event after message_end"]
+        assert isinstance(run(ended + sse(late), P, strict=True).error, sf.ProtocolError)
+    in_run = sse(*TWO_ROUNDS[:9])
+    unknown = run(in_run + sse(scoped("node_update", 10, "rnd-1", "msg-1")), P, strict=True)
+    assert (unknown.warnings, [type(e) for e in unknown.events][-1]) == ([], Unknown)
+    failed = run(
+        in_run + sse(scoped("error", 10, "rnd-1", "msg-1", code="c", msg="x")), P, strict=True
+    )
+    assert isinstance(failed.error, sf.StreamError) and failed.warnings == []
+    assert len(failed.of(MessageStart)) == 1

@@ -304,11 +304,17 @@ class Clouisle(Provider):
         handler = self._on.get(event_type) if event_type.__class__ is str else None
         if self._run_ended:
             self.violation("event after run_end", out, event=event_type, raw=frame)
-        elif handler is not None and event_type not in RUN_EVENTS and event_type != "error":
-            if self._in_run and self._started and self._next_round(payload, event_type):
+        elif event_type not in RUN_EVENTS:
+            if not self._in_run:
+                if self._message_ended:
+                    self.violation("event after message_end", out, event=event_type, raw=frame)
+            elif (
+                handler is not None
+                and event_type != "error"
+                and self._started
+                and self._next_round(payload, event_type)
+            ):
                 self._new_round(payload, frame, out)
-            elif self._message_ended:
-                self.violation("event after message_end", out, event=event_type, raw=frame)
         if handler is None:
             out.append(Unknown(event_type=event_type, raw=frame))
             return
