@@ -1082,3 +1082,16 @@ def test_after_message_end_only_a_run_goes_on() -> None:
     )
     assert isinstance(failed.error, sf.StreamError) and failed.warnings == []
     assert len(failed.of(MessageStart)) == 1
+
+
+def test_usage_as_the_platform_reports_it() -> None:
+    usage = {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "cache_read_tokens": 80,
+        "cache_creation_tokens": 0,
+        "total_input_tokens": 200,
+    }
+    stream = sse(("content_delta", {"delta": "x"}), ("message_end", {"usage": usage}))
+    assert sf.fold([stream], P).usage == sf.Usage(120, 30, 150, cached_tokens=80, raw=usage)

@@ -192,7 +192,10 @@ def _metadata(p: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None
 
 
 def usage_from(usage: dict[str, Any]) -> Usage:
-    """``message_end.usage`` -> :class:`Usage` (input/prompt, output/completion token names)."""
+    """``message_end.usage`` -> :class:`Usage` (input/prompt, output/completion token names;
+    cached/cache_read). The platform sends ``{prompt_tokens, completion_tokens, total_tokens,
+    cache_read_tokens, cache_creation_tokens, total_input_tokens}``; all of it stays in
+    ``raw``."""
     input_tokens = _count(_first(usage, "input_tokens", "prompt_tokens"))
     output_tokens = _count(_first(usage, "output_tokens", "completion_tokens"))
     total = _count(usage.get("total_tokens"))
@@ -203,7 +206,8 @@ def usage_from(usage: dict[str, Any]) -> Usage:
         output_tokens=output_tokens,
         total_tokens=total,
         reasoning_tokens=_count(usage.get("reasoning_tokens")),
-        cached_tokens=_count(usage.get("cached_tokens")),
+        # The platform reports the cache reads as cache_read_tokens.
+        cached_tokens=_count(_first(usage, "cached_tokens", "cache_read_tokens")),
         raw=usage,
     )
 
