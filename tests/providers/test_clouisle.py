@@ -1095,3 +1095,28 @@ def test_usage_as_the_platform_reports_it() -> None:
     }
     stream = sse(("content_delta", {"delta": "x"}), ("message_end", {"usage": usage}))
     assert sf.fold([stream], P).usage == sf.Usage(120, 30, 150, cached_tokens=80, raw=usage)
+
+
+def test_the_elapsed_time_as_the_platform_reports_it() -> None:
+    # "message_end: Token usage, elapsed time, and termination status": the platform sends
+    # the elapsed time in a timing object, with the message's version.
+    timing = {"first_token_ms": 310, "duration_ms": 2400, "tokens_per_second": 12.5}
+    stream = sse(
+        ("message_start", {"conversation_id": "conv-1", "message_id": "m"}),
+        ("content_delta", {"delta": "x"}),
+        (
+            "message_end",
+            {
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                "timing": timing,
+                "version_number": 1,
+                "version_count": 1,
+            },
+        ),
+    )
+    assert sf.fold([stream], P).metadata == {
+        "conversation_id": "conv-1",
+        "timing": timing,
+        "version_number": 1,
+        "version_count": 1,
+    }

@@ -19,7 +19,7 @@ everything else stays in ``raw``::
     media_result           an image/video for the UI            -> MediaAdded(payload)
     compression_start/_end, output_truncated, input_accepted -> Notice
     iteration_cap_reached  content (the platform's closing text) -> Notice, text block
-    message_end            usage, elapsed_ms, status
+    message_end            usage, elapsed_ms | timing, status, version_number/_count
     error                  code, message | msg                   -> StreamError
     run_start, run_status  run_id, sequence, status (+ pending_tool_call_id,
                            pending_tool_name, pending_tool_input while waiting on ask_user)
@@ -69,8 +69,9 @@ is a text block of its own; ``data`` = ``{elapsed_ms, status}``). Run events ->
 with the run's status. The identifiers a caller needs to reconnect ("reuse the existing
 conversation_id / run_id") go to ``Message.metadata``: ``conversation_id`` and ``run_id`` of
 the frame that starts the message and of ``message_end`` (``MessageStart``/``MessageEnd``
-``metadata``, with ``elapsed_ms``), and every ``RunStatus.run_id``. The platform runs the
-tools itself, so ``MessageEnd.tools_run_by_platform`` is set: only a run ``waiting`` on its
+``metadata``, with ``END_FIELDS``: ``elapsed_ms``, ``timing``, ``version_number``,
+``version_count``), and every ``RunStatus.run_id``. The platform runs the tools itself, so
+``MessageEnd.tools_run_by_platform`` is set: only a run ``waiting`` on its
 ``pending_tool_call`` (``ask_user``) asks the client to act. ``sequence`` is tracked in
 ``self.sequence`` (the highest seen: resume with ``after_sequence=provider.sequence``); an
 event whose sequence is not above it is a replayed duplicate: a violation, and it is dropped.
@@ -125,6 +126,11 @@ TERMINAL_RUN_STATUSES = frozenset({"completed", "stopped", "failed", "interrupte
 #: Identifiers of the conversation and run, kept in ``Message.metadata`` (run-scoped events
 #: carry ``run_id`` on every frame; ``message_start`` carries ``conversation_id``).
 ID_FIELDS = ("conversation_id", "run_id")
+
+#: What ``message_end`` reports about the run rather than the reply, kept in
+#: ``Message.metadata``: the elapsed time (``elapsed_ms``, or the platform's ``timing``
+#: object ``{first_token_ms, duration_ms, tokens_per_second}``) and the message's version.
+END_FIELDS = (*ID_FIELDS, "elapsed_ms", "timing", "version_number", "version_count")
 
 #: Run-scoped events that may follow ``message_end``.
 RUN_EVENTS = frozenset({"run_start", "run_status", "input_accepted", "run_end"})
@@ -581,7 +587,7 @@ class Clouisle(Provider):
             out.append(UsageUpdate(usage=usage_from(usage), raw=frame))
         status = p.get("status")
         data = {"elapsed_ms": p.get("elapsed_ms"), "status": status}
-        self._end_message(status, data, frame, out, _metadata(p, (*ID_FIELDS, "elapsed_ms")))
+        self._end_message(status, data, frame, out, _metadata(p, END_FIELDS))
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self.terminal_seen = True
