@@ -1120,3 +1120,37 @@ def test_the_elapsed_time_as_the_platform_reports_it() -> None:
         "version_number": 1,
         "version_count": 1,
     }
+
+
+def test_output_truncated_then_a_later_turn_in_one_round() -> None:
+    # A tool turn hit the output limit; its calls ran and the next model turn answered in
+    # full: the truncation does not make the message's finish "length".
+    stream = sse(
+        ("message_start", {"message_id": "m"}),
+        ("reasoning_start", {}),
+        ("reasoning_delta", {"delta": "Plan"}),
+        ("reasoning_end", {}),
+        ("output_truncated", {}),
+        ("tool_call", {"tool_call_id": "t1", "tool_name": "search", "arguments": {}}),
+        ("tool_result", {"tool_call_id": "t1", "tool_name": "search", "result": "{}"}),
+        ("content_delta", {"delta": "Answer."}),
+        ("message_end", {"usage": {}}),
+    )
+    message = sf.fold([stream], P, strict=True)
+    assert (message.finish_reason, message.raw_finish_reason) == ("stop", None)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([stream[: stream.index(b"event: content_delta")]], P)
+    assert info.value.partial.finish_reason == "length"  # cut before the next turn
+    cut = stream[: stream.index(b"event: message_end")]
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], P)
+    assert info.value.partial.finish_reason is None  # the next turn began
+    # Text right after the truncation is the next turn too.
+    again = sse(
+        ("content_delta", {"delta": "Cut"}),
+        ("output_truncated", {}),
+        ("reasoning_start", {}),
+        ("reasoning_end", {}),
+        ("message_end", {}),
+    )
+    assert sf.fold([again], P).finish_reason == "stop"

@@ -60,8 +60,9 @@ if the round had ended), so one run is one message and no rule is broken. Outsid
 second message or an event after ``message_end`` is a violation.
 
 ``message_end`` -> ``MessageEnd`` (``length`` when ``output_truncated`` came earlier in its
-round, ``other`` when ``iteration_cap_reached`` did: "Reached the Agent's tool iteration cap",
-so the run ended without the model's own answer. Either also sends ``MessageDelta`` with that
+round with no text or reasoning after it (that would be a later model turn), ``other`` when
+``iteration_cap_reached`` did: "Reached the Agent's tool iteration cap", so the run ended
+without the model's own answer. Either also sends ``MessageDelta`` with that
 finish at once, so a stream cut before the end keeps it; without a ``status`` in the end, the
 raw finish reason is that event's name. The cap's ``content``, the platform's closing text,
 is a text block of its own; ``data`` = ``{elapsed_ms, status}``). Run events ->
@@ -418,6 +419,7 @@ class Clouisle(Provider):
 
     def _reasoning_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._start(p, frame, out)
+        self._next_turn(frame, out)
         if self._reasoning is not None:
             self.violation("reasoning_start while reasoning is open", out, event="reasoning_start")
             out.append(BlockEnd(index=self._reasoning, kind="reasoning", raw=frame))
@@ -447,6 +449,8 @@ class Clouisle(Provider):
         text = self._text_of(p)
         if text.__class__ is not str:
             raise self.protocol_error("content text is not a string", event="content_delta")
+        if self._limit is not None:
+            self._next_turn(frame, out)
         index = self._text
         if index is None:
             self._start(p, frame, out)
@@ -530,6 +534,15 @@ class Clouisle(Provider):
             self._text = index
             out.append(text_delta(index, "text", content, 0, frame))
         self._set_limit("other", "iteration_cap_reached", frame, out)
+
+    def _next_turn(self, frame: Any, out: list[Event]) -> None:
+        """Model output after ``output_truncated``: the platform sends it at the end of a
+        model turn, so this is a later turn (the run went on after the truncated tool turn),
+        and the truncation no longer decides how the message ends."""
+        if self._limit is not None and self._limit[1] == "output_truncated":
+            self._limit = None
+            if not self._message_ended:
+                out.append(MessageDelta(finish_reason=None, raw_finish_reason=None, raw=frame))
 
     def _set_limit(self, reason: FinishReason, name: str, frame: Any, out: list[Event]) -> None:
         self._limit = (reason, name)
