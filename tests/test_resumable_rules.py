@@ -319,6 +319,33 @@ def test_clouisle_sequences_replayed_are_dropped_before_the_provider() -> None:
     assert server.cursors[1].params == {"after_sequence": 3}
 
 
+def test_a_clouisle_workflow_stream_resumes_with_from_sequence() -> None:
+    # "use from_sequence to resume reading": a workflow stream's reconnection asks with it (the
+    # server replays buffered events only for from_sequence; after_sequence would be ignored
+    # and the events sent during the drop lost).
+    def ev(kind: str, seq: int, node_id: str | None = None, **data: Any) -> bytes:
+        body = json.dumps(
+            {"event": kind, "data": data, "node_id": node_id, "timestamp": "t", "sequence": seq}
+        )
+        return f"event: {kind}\ndata: {body}\n\n".encode()
+
+    events = [
+        ev("workflow_start", 1, workflow_id="wf", workflow_name="W", inputs={}),
+        ev("node_start", 2, "answer", node_type="answer", node_label="Answer"),
+        ev("token", 3, "answer", token="Grüezi "),
+        ev("token", 4, "answer", token="mitenand"),
+        ev("node_complete", 5, "answer", outputs={}, duration_ms=1),
+        ev("workflow_complete", 6, outputs={}, duration_ms=2),
+    ]
+    server = Server([[*events[:3], DROP], events[3:]])
+    message = sf.fold_resumable(server.connect, provider="clouisle", initial_delay=0.001)
+    assert message == sf.fold([b"".join(events)], provider="clouisle")
+    assert server.cursors[1].params == {"from_sequence": 3}
+    server = Server([[*events[:3], DROP], events[3:]])
+    auto = sf.fold_resumable(server.connect, provider="auto", initial_delay=0.001)
+    assert (auto.text, server.cursors[1].params) == ("Grüezi mitenand", {"from_sequence": 3})
+
+
 def test_json_lines_last_line_without_newline_is_a_whole_frame() -> None:
     lines = [
         {"event_type": "stream-start", "generation_id": "g", "is_finished": False},

@@ -113,8 +113,9 @@ class Cursor:
     """Where a stream stands; ``connect(cursor)`` uses it to ask for the rest.
 
     ``headers`` and ``params`` are ready to send: ``Last-Event-ID`` once the stream sent an SSE
-    id, ``after_sequence`` (Clouisle) or ``starting_after`` (OpenAI Responses) once it sent a
-    sequence number. Both are empty on the first connection. (httpx 0.28 and later replace the
+    id, ``after_sequence`` (Clouisle; ``from_sequence`` for a Clouisle workflow stream) or
+    ``starting_after`` (OpenAI Responses) once it sent a sequence number. Both are empty on the
+    first connection. (httpx 0.28 and later replace the
     URL's query string with ``params=``: pass every query parameter in ``params``.)
     """
 
@@ -135,11 +136,19 @@ class Cursor:
         return bool(self.last_event_id) or self.sequence is not None
 
 
-def _make_cursor(attempt: int, last_event_id: str, sequence: int | None, provider: str) -> Cursor:
+def _make_cursor(
+    attempt: int,
+    last_event_id: str,
+    sequence: int | None,
+    provider: str,
+    param: str | None = None,
+) -> Cursor:
+    """``param``: the provider's resume parameter for this stream when it is not the usual
+    one (``Provider.resume_param``: Clouisle workflow streams take ``from_sequence``)."""
     headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
     params: dict[str, int] = {}
     if sequence is not None and provider in _SEQUENCE_PARAMS:
-        params[_SEQUENCE_PARAMS[provider][0]] = sequence
+        params[param or _SEQUENCE_PARAMS[provider][0]] = sequence
     return Cursor(attempt, last_event_id, sequence, provider, headers, params)
 
 
@@ -215,7 +224,10 @@ class _Resumer:
         return self.provider.concrete_name
 
     def cursor(self) -> Cursor:
-        return _make_cursor(self.attempt, self.last_event_id, self.provider.sequence, self.name)
+        provider = self.provider
+        return _make_cursor(
+            self.attempt, self.last_event_id, provider.sequence, self.name, provider.resume_param
+        )
 
     # -- one connection --------------------------------------------------------------------
 

@@ -301,6 +301,11 @@ class AutoProvider(Provider):
             inner.text_direct = value
 
     @property
+    def resume_param(self) -> str | None:
+        inner = self._inner
+        return None if inner is None else inner.resume_param
+
+    @property
     def provider(self) -> Provider | None:
         """The chosen provider instance, once decided."""
         return self._inner

@@ -65,6 +65,12 @@ class Provider(ABC):
         self.preparsed: tuple[Any, Any] | None = None
 
     @property
+    def resume_param(self) -> str | None:
+        """The query parameter a reconnection sends ``sequence`` in, when it is not the
+        provider's usual one (Clouisle workflow streams: ``from_sequence``); ``None`` else."""
+        return None
+
+    @property
     def concrete_name(self) -> str:
         """The name of the provider whose format is read: ``name``, except for ``auto``, which
         gives the provider it detected (``auto`` until then)."""

@@ -38,8 +38,8 @@ send ``{"event", "data", "node_id", "timestamp", "sequence"}``, the event's fiel
     workflow_complete      outputs, duration_ms          -> MessageEnd(stop, data), RunStatus
     workflow_error         error                         -> StreamError("workflow_error")
 
-A failed, cancelled or timed-out workflow ends with ``workflow_error``. Resume with
-``from_sequence=provider.sequence`` (``Cursor.sequence``).
+A failed, cancelled or timed-out workflow ends with ``workflow_error``. A workflow stream
+resumes with ``from_sequence`` (``resume_param``), so ``Cursor.params`` carries it.
 
 Blocks. Text runs and reasoning are blocks in stream order; a text run ends when another block
 opens (text after it starts a new block). A ``tool_call`` arrives whole: with object arguments
@@ -241,6 +241,8 @@ class Clouisle(Provider):
         self._call_names: dict[Any, Any] = {}
         #: Block index of each call id reported so far (a call re-sent is an update).
         self._call_blocks: dict[Any, int] = {}
+        #: A workflow stream (its events came in ``data``).
+        self._workflow = False
         #: The workflow node whose tokens the open text block holds.
         self._text_node: Any = None
         self._on: dict[str, _Handler] = {
@@ -286,6 +288,7 @@ class Clouisle(Provider):
         elif "sequence" in payload and payload.get("data").__class__ is dict:
             named = payload.get("event")
             if named.__class__ is str:
+                self._workflow = True
                 # A workflow stream event: {"event", "data", "node_id", "timestamp",
                 # "sequence"}, its fields in ``data``.
                 payload = {
@@ -618,6 +621,11 @@ class Clouisle(Provider):
         )
 
     # -- workflow streams -------------------------------------------------------------------
+
+    @property
+    def resume_param(self) -> str | None:
+        """A workflow stream resumes with ``from_sequence`` (a run stream: ``after_sequence``)."""
+        return "from_sequence" if self._workflow else None
 
     def _workflow_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if not self._started:
