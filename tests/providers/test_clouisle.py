@@ -1154,3 +1154,19 @@ def test_output_truncated_then_a_later_turn_in_one_round() -> None:
         ("message_end", {}),
     )
     assert sf.fold([again], P).finish_reason == "stop"
+
+
+def test_workflow_tokens_numbered_by_their_node_are_kept() -> None:
+    # The answer node publishes its tokens through a stream manager of its own, whose
+    # sequence starts at 1 again: they are no replays, and none may be dropped.
+    frames = [
+        wf("workflow_start", 1, workflow_id="wf-1", workflow_name="Orders", inputs={}),
+        wf("node_start", 2, "answer", node_type="answer", node_label="Answer"),
+        wf("token", 1, "answer", token="Order A-1 "),
+        wf("token", 2, "answer", token="has shipped."),
+        wf("node_complete", 3, "answer", outputs={}, duration_ms=4),
+        wf("workflow_complete", 4, outputs={}, duration_ms=5),
+    ]
+    result = run(sse(*frames), P, strict=True)
+    assert (result.error, result.warnings) == (None, [])
+    assert sf.fold([sse(*frames)], P, strict=True).text == "Order A-1 has shipped."

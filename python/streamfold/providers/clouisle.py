@@ -39,7 +39,9 @@ send ``{"event", "data", "node_id", "timestamp", "sequence"}``, the event's fiel
     workflow_error         error                         -> StreamError("workflow_error")
 
 A failed, cancelled or timed-out workflow ends with ``workflow_error``. A workflow stream
-resumes with ``from_sequence`` (``resume_param``), so ``Cursor.params`` carries it.
+resumes with ``from_sequence`` (``resume_param``), so ``Cursor.params`` carries it. Its
+sequences are not unique (a streaming node numbers its tokens with a counter of its own, from
+1): ``sequence`` keeps the highest, and no event is taken for a replay by its number.
 
 Blocks. Text runs and reasoning are blocks in stream order; a text run ends when another block
 opens (text after it starts a new block). A ``tool_call`` arrives whole: with object arguments
@@ -302,7 +304,13 @@ class Clouisle(Provider):
         if event_type == "message":
             event_type = payload.get("type")
         sequence = payload.get("sequence")
-        if sequence.__class__ is int:
+        if sequence.__class__ is int and self._workflow:
+            # Workflow nodes that stream (answer, LLM) number their events with their own
+            # counter, from 1 again: a workflow sequence is no replay marker. The highest is
+            # kept for from_sequence.
+            if self.sequence is None or sequence > self.sequence:
+                self.sequence = sequence
+        elif sequence.__class__ is int:
             if self.sequence is not None and sequence <= self.sequence:
                 self.violation(
                     f"sequence {sequence} is not above {self.sequence}: a replayed duplicate, "
