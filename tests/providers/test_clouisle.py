@@ -27,6 +27,7 @@ from streamfold.providers.clouisle import WORKFLOW_EVENTS
 
 from .sse_helpers import (
     check_never_crashes,
+    frame_list,
     frames_of,
     mutated,
     payloads,
@@ -1170,3 +1171,16 @@ def test_workflow_tokens_numbered_by_their_node_are_kept() -> None:
     result = run(sse(*frames), P, strict=True)
     assert (result.error, result.warnings) == (None, [])
     assert sf.fold([sse(*frames)], P, strict=True).text == "Order A-1 has shipped."
+
+
+@given(
+    name=st.sampled_from(["two_rounds", "capped", "resumed"]), data=st.data(), strict=st.booleans()
+)
+def test_mutated_multi_round_runs_never_crash(name: str, data: st.DataObject, strict: bool) -> None:
+    frames = {"two_rounds": TWO_ROUNDS, "capped": CAPPED, "resumed": [*TWO_ROUNDS[:5], *ASKING]}
+    check_never_crashes(data.draw(mutated(sse(*frames[name]))), P, strict=strict)
+
+
+@given(st.lists(st.sampled_from(frame_list(sse(*TWO_ROUNDS, *CAPPED))), max_size=24), st.booleans())
+def test_any_order_of_round_frames_never_crashes(frames: list[bytes], strict: bool) -> None:
+    check_never_crashes(b"".join(frames), P, strict=strict)
