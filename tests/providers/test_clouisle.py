@@ -1184,3 +1184,21 @@ def test_mutated_multi_round_runs_never_crash(name: str, data: st.DataObject, st
 @given(st.lists(st.sampled_from(frame_list(sse(*TWO_ROUNDS, *CAPPED))), max_size=24), st.booleans())
 def test_any_order_of_round_frames_never_crashes(frames: list[bytes], strict: bool) -> None:
     check_never_crashes(b"".join(frames), P, strict=strict)
+
+
+def test_the_envelope_sequence_wins_over_the_event_s_own() -> None:
+    # input_accepted's payload numbers the input ("sequence": 1); the event's place in the
+    # run is the envelope's sequence. Neither is a replay.
+    stream = sse(
+        enveloped("run_start", 1, None, {"status": "running", "run_id": "run-123"}),
+        enveloped("message_start", 2, "msg-5", {"conversation_id": "c", "message_id": "msg-5"}),
+        enveloped("content_delta", 3, "msg-5", {"delta": "Hi"}),
+        enveloped("input_accepted", 4, None, {"kind": "steer", "content": "x", "sequence": 1}),
+        enveloped("content_delta", 5, "msg-5", {"delta": "!"}),
+        enveloped("message_end", 6, None, {"usage": {}}),
+        enveloped("run_end", 7, None, {"status": "completed", "message_id": "msg-5"}),
+    )
+    result = run(stream, P, strict=True)
+    assert (result.error, result.warnings) == (None, [])
+    assert [n.kind for n in result.of(Notice)] == ["input_accepted"]
+    assert sf.fold([stream], P, strict=True).text == "Hi!"

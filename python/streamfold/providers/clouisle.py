@@ -4,9 +4,9 @@ Wire format (Clouisle "SSE Streaming Events", the seed ``004``). The event type 
 ``event:`` name, else the payload ``type``. Run-scoped events carry the envelope ``run_id``,
 ``sequence``, ``timestamp``, ``round_id``, ``message_id``, ``type``; the event's own fields
 sit beside it (as the seed's examples show them) or in a ``payload`` object (as the run
-stream's buffer stores them): both are read, the event's fields winning. The docs name the
-events but not every payload field; these fields are read, with the obvious alternates, and
-everything else stays in ``raw``::
+stream's buffer stores them): both are read, the envelope's non-null values winning. The
+docs name the events but not every payload field; these fields are read, with the obvious
+alternates, and everything else stays in ``raw``::
 
     message_start          conversation_id, message_id
     rag_start              retrieval starts                     -> Notice("rag_start")
@@ -285,8 +285,13 @@ class Clouisle(Provider):
         if inner.__class__ is dict and ("sequence" in payload or "run_id" in payload):
             # A run event as the run stream sends it: the envelope (run_id, sequence,
             # timestamp, round_id, message_id, type) with the event's own fields in
-            # ``payload``. Read as one object; the event's fields win.
-            payload = {**{k: v for k, v in payload.items() if k != "payload"}, **inner}
+            # ``payload``. Read as one object: the envelope's values win where it has one
+            # (input_accepted's own "sequence" numbers the input, not the event).
+            merged = dict(inner)
+            for key, value in payload.items():
+                if value is not None and key != "payload":
+                    merged[key] = value
+            payload = merged
         elif "sequence" in payload and payload.get("data").__class__ is dict:
             named = payload.get("event")
             if named.__class__ is str:
