@@ -1202,3 +1202,48 @@ def test_the_envelope_sequence_wins_over_the_event_s_own() -> None:
     assert (result.error, result.warnings) == (None, [])
     assert [n.kind for n in result.of(Notice)] == ["input_accepted"]
     assert sf.fold([stream], P, strict=True).text == "Hi!"
+
+
+def test_retrieval_reported_again_after_a_resume_is_kept_once() -> None:
+    # Each pass of a run (the first, and the one resumed after ask_user) reports its
+    # retrieval before message_start: the same sources, kept once.
+    contexts = [{"citation_id": "s1", "content": "Sunny."}]
+    frames = [
+        scoped("run_start", 1, None, None, status="running"),
+        scoped("rag_start", 2, None, None),
+        scoped("rag_context", 3, None, None, contexts=contexts, query="weather"),
+        scoped("message_start", 4, "rnd-1", "msg-7", conversation_id="conv-1"),
+        scoped(
+            "tool_call",
+            5,
+            "rnd-1",
+            "msg-7",
+            tool_call_id="call-123",
+            tool_name="ask_user",
+            arguments=ASK,
+        ),
+        scoped(
+            "run_status",
+            6,
+            "rnd-1",
+            "msg-7",
+            status="waiting",
+            pending_tool_call_id="call-123",
+            pending_tool_name="ask_user",
+            pending_tool_input=ASK,
+        ),
+        scoped("run_start", 7, None, None, status="running"),
+        scoped("tool_result", 8, "rnd-1", "msg-7", tool_call_id="call-123", result="Oslo"),
+        scoped("rag_start", 9, None, None),
+        scoped("rag_context", 10, None, None, contexts=contexts, query="weather"),
+        scoped("message_start", 11, "rnd-1", "msg-7", conversation_id="conv-1"),
+        scoped("content_delta", 12, "rnd-1", "msg-7", delta="Sunny [[cite:s1]]."),
+        scoped("message_end", 13, "rnd-1", "msg-7", usage={}),
+        scoped("run_end", 14, "rnd-1", "msg-7", status="completed"),
+    ]
+    message = sf.fold([sse(*frames)], P, strict=True)
+    assert (message.sources, message.warnings) == (contexts, [])
+    # Other sources are added; an empty retrieval stays [] rather than None.
+    more = [{"citation_id": "s2"}]
+    other = [*frames[:9], scoped("rag_context", 10, None, None, contexts=more), *frames[10:]]
+    assert sf.fold([sse(*other)], P).sources == [*contexts, *more]

@@ -243,6 +243,8 @@ class Clouisle(Provider):
         self._call_names: dict[Any, Any] = {}
         #: Block index of each call id reported so far (a call re-sent is an update).
         self._call_blocks: dict[Any, int] = {}
+        #: The source lists ``rag_context`` reported (one reported again is not added twice).
+        self._sources: list[list[Any]] = []
         #: A workflow stream (its events came in ``data``).
         self._workflow = False
         #: The workflow node whose tokens the open text block holds.
@@ -431,6 +433,11 @@ class Clouisle(Provider):
         sources = p["contexts"] if "contexts" in p else p.get("sources")
         if sources is not None and sources.__class__ is not list:
             raise TypeError(f"the sources are a JSON {type(sources).__name__}, not a list")
+        if sources and sources in self._sources:
+            # A run resumed after ask_user reports its retrieval again: the same sources.
+            return
+        if sources:
+            self._sources.append(sources)
         out.append(SourcesAdded(sources=sources, raw=frame))
 
     def _reasoning_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
