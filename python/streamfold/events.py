@@ -306,7 +306,9 @@ class Notice(Event):
     ``logprobs`` (log-probabilities that came without text: ``data`` holds them),
     ``rag_start`` (Clouisle retrieval began), ``provider_detected`` (``provider="auto"``: the
     first event; ``data`` is the chosen provider's name), ``finish_message`` (Gemini's
-    ``finishMessage``, the explanation of a finish such as ``MALFORMED_FUNCTION_CALL``).
+    ``finishMessage``, the explanation of a finish such as ``MALFORMED_FUNCTION_CALL``), and
+    a Clouisle workflow stream's ``node_skip``, ``node_error``, ``output``, ``progress``,
+    ``status``, ``iteration_start``, ``iteration_complete``.
     """
 
     type: ClassVar[str] = "notice"
