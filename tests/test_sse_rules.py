@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import weakref
 from collections.abc import Iterable, Sequence
 
 import pytest
@@ -583,6 +584,44 @@ def test_events_from_the_free_list_carry_only_their_own_values() -> None:
             (f"t{i}", str(i), str(i * round_)) for i in range(2000)
         ]
         del batch
+
+
+def test_a_list_feed_returns_is_the_callers_alone() -> None:
+    # A read that ends no event gets the empty list the decoder made last time, when nobody else
+    # holds it any more: one the caller kept, or filled, must never come back from a later call.
+    dec = SSEDecoder()
+    kept = dec.feed(b"data: a")  # inside a payload: no event
+    filled: list[object] = dec.feed(b"b")  # type: ignore[assignment]  # a caller's own list
+    filled.append("mine")
+    again = dec.feed(b"c")
+    bigger = dec.feed(b"x" * 5000)  # a read the decoder holds rather than copies
+    assert len({id(kept), id(filled), id(again), id(bigger)}) == 4
+    (event,) = dec.feed(b"\n\n")
+    assert event.data == "abc" + "x" * 5000
+    assert kept == again == bigger == [] and filled == ["mine"]
+    for _ in range(3):  # dropped each time: the same list may come back, always empty
+        assert dec.feed(b"data: more") == []
+    mine: list[object] = dec.feed(b"data: more")  # type: ignore[assignment]
+    mine.append("dropped")  # filled, then dropped by the caller
+    del mine
+    assert dec.feed(b"data: more") == []
+
+
+def test_a_cycle_through_a_list_feed_returned_is_collected() -> None:
+    # The decoder keeps the last empty list it returned: a caller who puts the decoder in that
+    # list and drops both makes a cycle only the garbage collector can free.
+    class Marker:
+        pass
+
+    dec = SSEDecoder()
+    marker = Marker()
+    alive = weakref.ref(marker)
+    handed_out: list[object] = dec.feed(b"data: a")  # type: ignore[assignment]
+    handed_out.extend([dec, marker])
+    del handed_out
+    del dec, marker
+    gc.collect()
+    assert alive() is None
 
 
 def test_events_do_not_see_a_bytearray_changed_after_feed() -> None:

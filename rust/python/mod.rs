@@ -5,6 +5,7 @@ mod errors;
 mod fastcall;
 mod json;
 mod slots;
+mod spare_list;
 mod sse;
 mod template;
 mod text;

@@ -16,9 +16,10 @@ use pyo3::exceptions::{PyRecursionError, PyRuntimeError, PyTypeError, PyValueErr
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString, PyTuple, PyType};
-use pyo3::{intern, IntoPyObjectExt};
+use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 
 use super::errors::make_error;
+use super::spare_list::SpareList;
 use super::text::{str_from_utf8, OnceStr};
 use crate::jsonl;
 use crate::sse::{self, decode_lossy, EventRef, SseError};
@@ -516,6 +517,8 @@ struct SseState {
     /// decoder's data buffer (see `sse::SseDecoder::hold_data`).
     held: Vec<(usize, Py<PyBytes>)>,
     backlog: Vec<Item<SseError>>,
+    /// What a call that ends no event returns.
+    spare: SpareList,
 }
 
 fn sse_exception<'py>(py: Python<'py>, err: SseError, events: Bound<'py, PyList>) -> PyErr {
@@ -552,7 +555,7 @@ impl SSEDecoder {
             // returned. (A closed decoder takes no data: `run` raises.)
             if b.len() < HOLD_MIN_CHUNK && state.backlog.is_empty() && state.decoder.append_data(b)
             {
-                return Ok(PyList::empty(py));
+                return Ok(state.spare.take(py));
             }
             return Self::run(py, guard, Input::Bytes(bytes));
         }
@@ -592,6 +595,7 @@ impl SSEDecoder {
             arena,
             held,
             backlog,
+            spare,
         } = state;
         // A big event read in pieces: a piece that is all data is kept, not copied.
         let kept = owner.is_some_and(|owner| {
@@ -627,7 +631,7 @@ impl SSEDecoder {
             held.clear(); // an unterminated block is dropped
         }
         if steps.is_empty() && backlog.is_empty() {
-            return Ok(PyList::empty(py)); // most small reads end no event
+            return Ok(spare.take(py)); // most small reads end no event
         }
         let shared = PyBytes::new(py, arena);
         arena.clear();
@@ -718,7 +722,23 @@ impl SSEDecoder {
                 arena: Vec::new(),
                 held: Vec::new(),
                 backlog: Vec::new(),
+                spare: SpareList::default(),
             }),
+        }
+    }
+
+    // A decoder busy in a call (the collection may run inside one) is not looked into: what
+    // it holds is then only kept alive a little longer.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self.inner.try_lock() {
+            Ok(state) => state.spare.traverse(&visit),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn __clear__(&self) {
+        if let Ok(mut state) = self.inner.try_lock() {
+            state.spare.clear();
         }
     }
 
