@@ -23,13 +23,14 @@ What providers promise and the fold relies on:
   round sends ``MessageStart(continued=True)``, which continues the same message (reopening
   it if its round had ended), so one run folds into one message.
 * ``MessageDelta`` carries a finish reason sent before the terminal event (Anthropic
-  ``message_delta``, a Chat Completions ``finish_reason``); the fold shows it until
-  ``MessageEnd`` replaces it.
+  ``message_delta``, a Chat Completions ``finish_reason``, a Gemini candidate's
+  ``finishReason``); the fold shows it until ``MessageEnd`` replaces it.
 * ``MessageEnd`` is the provider's terminal event for its choice (OpenAI and Mistral:
   ``[DONE]``, which ends every choice that finished; Anthropic: ``message_stop``, with the
   ``stop_reason`` of the preceding ``message_delta``; Cohere v2 ``message-end``; Cohere v1
-  ``stream-end``; Responses ``response.completed``/``incomplete``; Gemini a candidate
-  ``finishReason``; Onecortex ``done``; Clouisle ``message_end``). Its ``finish_reason`` is
+  ``stream-end``; Responses ``response.completed``/``incomplete``; Gemini the end of the
+  stream, which ends every candidate that sent its ``finishReason``; Onecortex ``done``;
+  Clouisle ``message_end``). Its ``finish_reason`` is
   already normalized by the provider's own mapping table; the fold only turns ``stop`` into
   ``tool_calls`` when the message holds tool calls no result answers, and for a platform that
   runs its own tools (``tools_run_by_platform``) only while its run waits on a
@@ -200,7 +201,8 @@ class UsageUpdate(Event):
 class MessageDelta(Event):
     """The provider announced how the message will finish before its terminal event
     (Anthropic ``message_delta`` ahead of ``message_stop``, a Chat Completions choice's
-    ``finish_reason`` ahead of ``[DONE]``). It ends nothing: ``MessageEnd``
+    ``finish_reason`` ahead of ``[DONE]``, a Gemini candidate's ``finishReason`` ahead of
+    the stream's end). It ends nothing: ``MessageEnd``
     still does, with its own finish reason. A stream cut between the two keeps this one in
     its partial message, since it did arrive."""
 

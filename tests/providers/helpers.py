@@ -89,6 +89,21 @@ def run(data: bytes | Iterable[bytes], provider: str, *, strict: bool = False) -
     return Run(events)
 
 
+def live_completeness(
+    data: bytes, provider: str
+) -> tuple[list[Event], list[tuple[bool, ...]], sf.Folder]:
+    """Fold the stream's events one by one as a live view does: the events, and after each
+    ``(folder.complete, snapshot.complete, *each choice's complete)``; the folder last."""
+    folder = sf.Folder(provider)
+    seen: list[tuple[bool, ...]] = []
+    events = list(sf.events([data], provider=provider))
+    for event in events:
+        folder.add(event)
+        snapshot = folder.snapshot()
+        seen.append((folder.complete, snapshot.complete, *(c.complete for c in snapshot.choices)))
+    return events, seen, folder
+
+
 def random_splits(data: bytes, seed: int, max_piece: int = 64) -> list[bytes]:
     rng = random.Random(seed)
     out = []

@@ -27,10 +27,20 @@ from streamfold.events import (
     SourcesAdded,
     UsageUpdate,
 )
+from streamfold.pipeline import Pipeline
 from streamfold.providers.gemini import FINISH_REASONS
 
 from .helpers import CAPTURES as CAPTURE_ROOT
-from .helpers import accumulate, captures, check_capture, expected, run, split_at, sse
+from .helpers import (
+    accumulate,
+    captures,
+    check_capture,
+    expected,
+    live_completeness,
+    run,
+    split_at,
+    sse,
+)
 
 CAPTURES = captures("gemini")
 requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
@@ -189,7 +199,7 @@ def test_consecutive_text_parts_are_one_block_and_usage_replaces() -> None:
     end = result.of(MessageEnd)[0]
     assert (end.finish_reason, end.raw_finish_reason) == ("stop", "STOP")
     names = [type(e).__name__ for e in result.events]
-    assert names[-3:] == ["UsageUpdate", "BlockEnd", "MessageEnd"]
+    assert names[-4:] == ["UsageUpdate", "BlockEnd", "MessageDelta", "MessageEnd"]
 
 
 def test_thought_parts_then_text_switch_blocks() -> None:
@@ -353,6 +363,7 @@ def test_call_cut_by_max_tokens_events_have_no_block_end() -> None:
     assert [type(e).__name__ for e in result.events[1:]] == [
         "BlockStart",
         "BlockDelta",
+        "MessageDelta",
         "MessageEnd",
     ]
     assert result.of(BlockDelta)[0].text == PAR_TEXT
@@ -668,6 +679,78 @@ def test_several_candidates_are_choices() -> None:
     assert [b.text for b in folded.choice(0).ordered()] == ["Aa"]
     assert [b.text for b in folded.choice(1).ordered()] == ["B"]
     assert (folded.choice(0).finish_reason, folded.choice(1).finish_reason) == ("length", "stop")
+
+
+#: Two candidates where candidate 1's first part comes after candidate 0 finished, then a
+#: usage-only chunk: Gemini has no terminal marker, the stream's end is its end.
+LATE_CANDIDATE = gsse(
+    {"candidates": [{"index": 0, "content": {"parts": [{"text": "Hi"}]}}]},
+    {"candidates": [{"index": 0, "content": {"parts": [{"text": "!"}]}, "finishReason": "STOP"}]},
+    {"candidates": [{"index": 1, "content": {"parts": [{"text": "Hello"}]}}]},
+    {
+        "candidates": [
+            {"index": 1, "content": {"parts": [{"text": " there"}]}, "finishReason": "MAX_TOKENS"}
+        ]
+    },
+    {"usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4, "totalTokenCount": 7}},
+)
+
+
+def test_a_finish_reason_announces_and_the_end_of_input_ends_every_candidate() -> None:
+    result = run(LATE_CANDIDATE, "gemini")
+    assert result.error is None and result.warnings == []
+    names = [(type(e).__name__, getattr(e, "choice", None)) for e in result.events]
+    assert [n for n in names if n[0] in ("MessageDelta", "MessageStart", "MessageEnd")] == [
+        ("MessageStart", 0),
+        ("MessageDelta", 0),
+        ("MessageStart", 1),
+        ("MessageDelta", 1),
+        ("MessageEnd", 0),
+        ("MessageEnd", 1),
+    ]
+    assert names.index(("UsageUpdate", None)) < names.index(("MessageEnd", 0))
+    ends = result.of(MessageEnd)
+    assert [(e.finish_reason, e.raw_finish_reason) for e in ends] == [
+        ("stop", "STOP"),
+        ("length", "MAX_TOKENS"),
+    ]
+
+
+def test_complete_is_monotonic_and_only_true_at_the_end_of_the_stream() -> None:
+    # A live view folds event by event: candidate 0 finished before candidate 1 started. No
+    # message may read complete before the last event (it read True, then False).
+    events, seen, folder = live_completeness(LATE_CANDIDATE, "gemini")
+    assert all(not any(flags) for flags in seen[:-1]), seen
+    assert all(seen[-1]) and isinstance(events[-1], MessageEnd)
+    result = folder.result()
+    assert [c.text for c in result.choices] == ["Hi!", "Hello there"]
+    assert [c.finish_reason for c in result.choices] == ["stop", "length"]
+    assert result.usage is not None and result.usage.total_tokens == 7
+
+
+def test_a_live_view_shows_a_candidate_finish_before_the_end() -> None:
+    folder = sf.Folder("gemini")
+    pipeline = Pipeline("gemini")  # the stream goes on: its input has not ended
+    finished = LATE_CANDIDATE.index(b"Hello")
+    for event in pipeline.feed(LATE_CANDIDATE[:finished]):
+        folder.add(event)
+    snapshot = folder.snapshot()
+    assert (snapshot.finish_reason, snapshot.raw_finish_reason) == ("stop", "STOP")
+    assert not snapshot.complete and not folder.complete
+
+
+def test_an_error_after_a_candidate_finished_keeps_that_finish_in_the_partial() -> None:
+    stream = gsse(
+        {"candidates": [{"index": 0, "content": {"parts": [{"text": "x"}]}}]},
+        {"candidates": [{"index": 0, "finishReason": "STOP"}, {"index": 1}]},
+        {"error": {"code": 500, "message": "late failure", "status": "INTERNAL"}},
+    )
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([stream], provider="gemini")
+    partial = info.value.partial
+    assert partial is not None and not partial.complete
+    assert (partial.text, partial.finish_reason, partial.raw_finish_reason) == ("x", "stop", "STOP")
+    assert partial.choices[1].finish_reason == "error"
 
 
 def test_each_candidate_numbers_its_blocks_from_zero() -> None:

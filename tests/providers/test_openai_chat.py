@@ -26,7 +26,16 @@ from streamfold.pipeline import Pipeline
 from streamfold.providers._fast import text_delta
 from streamfold.providers.openai_chat import FINISH_REASONS, OpenAIChat
 
-from .helpers import accumulate, captures, check_capture, expected, run, split_at, sse
+from .helpers import (
+    accumulate,
+    captures,
+    check_capture,
+    expected,
+    live_completeness,
+    run,
+    split_at,
+    sse,
+)
 
 CAPTURES = captures("openai_chat")
 requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
@@ -674,13 +683,7 @@ def test_complete_is_monotonic_and_only_true_at_the_end_of_the_stream(cut_done: 
     # usage came after both finishes. Neither the folder, nor any choice's message, may read
     # complete before the last event (it read True, then False when choice 1 started).
     data = LATE_CHOICE[: -len(b"data: [DONE]\n\n")] if cut_done else LATE_CHOICE
-    folder = sf.Folder("openai")
-    seen: list[tuple[bool, ...]] = []
-    events = list(sf.events([data], provider="openai"))
-    for event in events:
-        folder.add(event)
-        snapshot = folder.snapshot()
-        seen.append((folder.complete, snapshot.complete, *(c.complete for c in snapshot.choices)))
+    events, seen, folder = live_completeness(data, "openai")
     # It turns True once, at the last MessageEnd, after every part of the answer and usage
     # (only the no-[DONE] warning follows it), and stays True.
     done = next(i for i, flags in enumerate(seen) if any(flags))

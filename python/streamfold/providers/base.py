@@ -18,13 +18,14 @@ Rules every provider follows:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal, overload
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, Protocol, overload
 
 from ..errors import ProtocolError
-from ..events import Event, Notice
+from ..events import Event, MessageEnd, Notice
+from ..message import FinishReason
 
-__all__ = ["Framing", "Provider"]
+__all__ = ["Finishing", "Framing", "Provider", "end_finished"]
 
 #: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
 Framing = Literal["sse", "jsonl", "auto"]
@@ -164,3 +165,35 @@ class Provider(ABC):
                 raw=raw,
             )
         )
+
+
+class Finishing(Protocol):
+    """A choice whose ``MessageEnd`` waits for the stream's end (``end_finished``)."""
+
+    #: ``(normalized, raw, frame)`` of its finish reason, once it came.
+    finish: tuple[FinishReason, str, Any] | None
+    #: Its ``MessageEnd`` was sent.
+    closed: bool
+
+
+def end_finished(choices: Mapping[int, Finishing], frame: Any, out: list[Event]) -> None:
+    """``MessageEnd`` for every choice that got its finish reason and has none yet, in choice
+    order, with ``frame`` as its ``raw`` (``None``: the frame of its finish reason).
+
+    For a provider whose choices (OpenAI ``n>1``, Gemini candidates) finish one by one in a
+    stream that ends later: a choice's finish does not end the stream, since another choice
+    may start after it (a fold ended there would read complete, then incomplete). The finish
+    is announced where it arrives (``MessageDelta``) and the messages end with the stream."""
+    for index in sorted(choices):
+        state = choices[index]
+        finish = state.finish
+        if finish is not None and not state.closed:
+            state.closed = True
+            out.append(
+                MessageEnd(
+                    finish_reason=finish[0],
+                    raw_finish_reason=finish[1],
+                    choice=index,
+                    raw=frame if frame is not None else finish[2],
+                )
+            )

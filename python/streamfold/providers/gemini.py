@@ -34,8 +34,13 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   in ``data``; ``inlineData`` / ``fileData`` -> ``MediaAdded`` (the media object, for the UI)
   and a complete ``other`` block (``name`` the part's key, ``data`` the part as received) in
   its place among the blocks, so that the turn goes back with it where it was;
-* ``finishReason`` -> ``BlockEnd`` of the open blocks, then ``MessageEnd``; a prompt blocked
-  before any candidate (``promptFeedback.blockReason``) -> ``MessageEnd(content_filter)``.
+* ``finishReason`` -> ``BlockEnd`` of the open blocks, then ``MessageDelta`` with the finish;
+  the ``MessageEnd`` of every finished candidate comes at the end of input (Gemini has no
+  terminal marker: the stream's end is its end), or before an error chunk, in candidate
+  order. With several candidates one may start after another finished, and usage may follow
+  a finish, so the message ends with the stream (a live fold never reads complete, then
+  incomplete again). A prompt blocked before any candidate (``promptFeedback.blockReason``)
+  -> ``MessageEnd(content_filter)`` at once.
 
 Grounding: ``groundingMetadata.groundingChunks`` -> ``SourcesAdded`` (new chunks only, with
 ``webSearchQueries``), each ``groundingSupports`` entry -> ``CitationAdded`` once, whose
@@ -66,6 +71,7 @@ from ..events import (
     CitationAdded,
     Event,
     MediaAdded,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -76,7 +82,7 @@ from ..events import (
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
-from .base import Provider
+from .base import Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "Gemini", "usage_from_gemini"]
 
@@ -154,9 +160,11 @@ class _Candidate:
         "args",
         "call",
         "citations",
+        "closed",
         "cursor",
         "cut",
         "ended",
+        "finish",
         "index",
         "last_text",
         "next_block",
@@ -188,7 +196,12 @@ class _Candidate:
         #: Grounding already reported: chunks, and supports/citations by key.
         self.sources = 0
         self.citations: set[Any] = set()
+        #: The candidate's ``finishReason`` came (its blocks are closed).
         self.ended = False
+        #: ``(normalized, raw, frame)`` of that ``finishReason``.
+        self.finish: tuple[FinishReason, str, Any] | None = None
+        #: Its ``MessageEnd`` was sent (``_end_candidates``).
+        self.closed = False
 
     def settle(self) -> None:
         """Put the string being streamed into ``args`` whole, before ``args`` is read or
@@ -568,6 +581,18 @@ class Gemini(Provider):
         # End of input inside a streamed call: keep what arrived for the partial message.
         for state in self._candidates.values():
             self._cut_call(state, None, out)
+        self._end_candidates(None, out)
+
+    def _end_candidates(self, frame: Any, out: list[Event]) -> None:
+        """``MessageEnd`` for every candidate that got its ``finishReason`` and has none yet
+        (``end_finished``): at the end of input, before an error chunk.
+
+        A candidate's ``finishReason`` does not end the stream: with several candidates, one
+        may start after the others finished. Ended at its ``finishReason``, a fold would read
+        complete, then incomplete when that candidate starts. So the ``finishReason`` ends
+        the candidate's blocks and announces its finish (``MessageDelta``); the message ends
+        with the stream."""
+        end_finished(self._candidates, frame, out)
 
     # -- grounding --------------------------------------------------------------------------
 
@@ -652,14 +677,17 @@ class Gemini(Provider):
                     raw=frame,
                 )
             )
+        state.finish = (finish_reason, reason, frame)
+        # The message ends with the stream (``_end_candidates``); its finish is known now.
         out.append(
-            MessageEnd(
+            MessageDelta(
                 finish_reason=finish_reason,
                 raw_finish_reason=reason,
                 choice=state.index,
                 raw=frame,
             )
         )
+        # The outcome is decided unless a candidate starts later: a cut here is no loss.
         self.terminal_seen = all(s.ended for s in self._candidates.values())
 
     def _blocked(self, reason: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -668,7 +696,7 @@ class Gemini(Provider):
         out.append(
             MessageStart(id=chunk.get("responseId"), model=chunk.get("modelVersion"), raw=frame)
         )
-        state.ended = True
+        state.ended = state.closed = True
         self.terminal_seen = True
         out.append(
             MessageEnd(
@@ -688,6 +716,7 @@ class Gemini(Provider):
         message = error.get("message")
         for state in self._candidates.values():
             self._cut_call(state, frame, out)  # the error's partial keeps what arrived
+        self._end_candidates(frame, out)  # a candidate that finished keeps its finish
         self.terminal_seen = True
         raise StreamError(
             str(message) if message is not None else "error chunk",

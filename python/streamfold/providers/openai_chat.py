@@ -78,7 +78,6 @@ from ..events import (
     CitationAdded,
     Event,
     MessageDelta,
-    MessageEnd,
     MessageStart,
     Notice,
     Unknown,
@@ -87,7 +86,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
-from .base import Provider
+from .base import Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "MISTRAL_FINISH_REASONS", "Mistral", "OpenAIChat", "usage_from_openai"]
 
@@ -582,8 +581,8 @@ class OpenAIChat(Provider):
         self._end_choices(frame, out)
 
     def _end_choices(self, frame: Any, out: list[Event]) -> None:
-        """``MessageEnd`` for every choice that got its ``finish_reason`` and has none yet, in
-        choice order: at ``[DONE]``, at the end of input, before an in-stream error.
+        """``MessageEnd`` for every choice that got its ``finish_reason`` and has none yet
+        (``end_finished``): at ``[DONE]``, at the end of input, before an in-stream error.
 
         A choice's ``finish_reason`` does not end the stream: the ``include_usage`` chunk and
         OpenRouter's error come after it, and with ``n>1`` a choice may start after the others
@@ -592,19 +591,7 @@ class OpenAIChat(Provider):
         starts, then complete again, and its usage would come after its end. So the
         ``finish_reason`` chunk ends the choice's blocks and announces the finish
         (``MessageDelta``); the message ends with the stream."""
-        for index in sorted(self._choices):
-            state = self._choices[index]
-            finish = state.finish
-            if finish is not None and not state.closed:
-                state.closed = True
-                out.append(
-                    MessageEnd(
-                        finish_reason=finish[0],
-                        raw_finish_reason=finish[1],
-                        choice=index,
-                        raw=frame if frame is not None else finish[2],
-                    )
-                )
+        end_finished(self._choices, frame, out)
 
     # -- message, blocks ---------------------------------------------------------------------
 
