@@ -728,6 +728,18 @@ def test_complete_is_monotonic_and_only_true_at_the_end_of_the_stream() -> None:
     assert result.usage is not None and result.usage.total_tokens == 7
 
 
+def test_a_cut_after_a_late_candidate_started_is_incomplete() -> None:
+    # Candidate 0 finished, candidate 1 started, then the input ended: sf.events (which
+    # decides by the provider's terminal_seen) raised nothing, while sf.fold raised.
+    cut = LATE_CANDIDATE[: LATE_CANDIDATE.index(b"data", LATE_CANDIDATE.index(b"Hello"))]
+    result = run(cut, "gemini")
+    assert isinstance(result.error, sf.IncompleteStreamError)
+    assert [e.choice for e in result.of(MessageStart)] == [0, 1]
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], provider="gemini")
+    assert info.value.partial is not None and info.value.partial.choices[1].text == "Hello"
+
+
 def test_a_live_view_shows_a_candidate_finish_before_the_end() -> None:
     folder = sf.Folder("gemini")
     pipeline = Pipeline("gemini")  # the stream goes on: its input has not ended

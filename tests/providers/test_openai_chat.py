@@ -699,6 +699,19 @@ def test_complete_is_monotonic_and_only_true_at_the_end_of_the_stream(cut_done: 
     assert result.usage is not None and result.usage.total_tokens == 7
 
 
+def test_a_cut_after_a_late_choice_started_is_incomplete() -> None:
+    # Choice 0 finished, choice 1 started, then the input ended: sf.events (which decides by
+    # the provider's terminal_seen) raised nothing, only warned of a missing [DONE], while
+    # sf.fold raised.
+    cut = LATE_CHOICE[: LATE_CHOICE.index(b"data", LATE_CHOICE.index(b"Hello"))]
+    result = run(cut, "openai")
+    assert isinstance(result.error, sf.IncompleteStreamError)
+    assert result.warnings == []
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], provider="openai")
+    assert info.value.partial is not None and info.value.partial.choices[1].text == "Hello"
+
+
 def test_a_live_view_shows_a_finish_before_the_end() -> None:
     folder = sf.Folder("openai")
     pipeline = Pipeline("openai")  # the stream goes on: its input has not ended

@@ -272,6 +272,8 @@ class Gemini(Provider):
                 )
             state = _Candidate(index)
             self._candidates[index] = state
+            # A candidate that starts after the others finished undecides the outcome.
+            self.terminal_seen = False
             out.append(
                 MessageStart(
                     id=chunk.get("responseId"),

@@ -602,6 +602,8 @@ class OpenAIChat(Provider):
             )
         state = _Choice(index)
         self._choices[index] = state
+        # A choice that starts after the others finished undecides the outcome (n>1).
+        self.terminal_seen = False
         out.append(
             MessageStart(
                 id=chunk.get("id") or None,
