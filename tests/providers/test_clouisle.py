@@ -1035,8 +1035,37 @@ def test_a_workflow_stream_cut_or_failed() -> None:
     assert [n.message for n in error.partial.notices] == [None, "model unavailable"]
 
 
-def test_a_workflow_stream_is_detected() -> None:
-    assert sf.fold([sse(*WORKFLOW)], "auto").text == "Order A-1 has shipped."
+@pytest.mark.parametrize("event_lines", [True, False], ids=["event-lines", "data-only"])
+def test_a_workflow_stream_is_detected(event_lines: bool) -> None:
+    # The event's name is in the envelope's ``event``: a stream without ``event:`` lines is
+    # the same stream (provider="clouisle" read it; auto could not tell the provider).
+    frames = WORKFLOW if event_lines else [(None, payload) for _, payload in WORKFLOW]
+    message = sf.fold([sse(*frames)], "auto", strict=True)
+    assert (message.provider, message.text, message.complete) == (
+        "clouisle",
+        "Order A-1 has shipped.",
+        True,
+    )
+    alone = sf.fold([sse(*frames)], P, strict=True)
+    assert (message.blocks, message.steps, message.status) == (
+        alone.blocks,
+        alone.steps,
+        "completed",
+    )
+
+
+@pytest.mark.parametrize("first", ["debug", "token"])
+def test_a_resumed_workflow_stream_is_detected_by_its_envelope(first: str) -> None:
+    # from_sequence resumes mid-run: the first events may be names other streams use
+    # (``debug`` is a Cohere v2 name; ``token``, more than auto waits for, is no provider's).
+    if first == "debug":
+        opening = [wf("debug", 5, "answer", message="x")]
+    else:
+        opening = [wf("token", n, "answer", token=f"{n} ") for n in range(1, 21)]
+    stream = sse(*opening, *WORKFLOW[6:])
+    message = sf.fold([stream], "auto")
+    assert (message.provider, message.complete) == ("clouisle", True)
+    assert message.text == sf.fold([stream], P).text
 
 
 WF_KEYS = ["token", "chunk", "error", "outputs", "duration_ms", "node_label", "workflow_id"]

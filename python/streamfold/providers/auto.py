@@ -9,6 +9,9 @@ every later frame goes to it directly. ``chosen`` holds the chosen name.
 How a frame decides (the first frame usually does; see :func:`detect`):
 
 * JSON lines: a line with ``event_type`` is Cohere v1, the only JSON-lines provider.
+* SSE, first of all: a Clouisle workflow stream's envelope (``event`` a workflow event's name,
+  ``data`` an object, an integer ``sequence``) is Clouisle, with or without ``event:`` lines
+  and whatever they name (a resumed workflow stream may open with ``token`` or ``debug``).
 * SSE, by event name (the ``event:`` line, else the payload ``type``): ``response.*`` is
   OpenAI Responses; the hyphenated Cohere names (``message-start``, ``content-delta``, …) are
   Cohere v2; ``content_block_*``, ``message_delta``, ``message_stop`` and a ``message_start``
@@ -36,6 +39,7 @@ from typing import Any, ClassVar
 
 from ..events import Event, Notice
 from .base import Framing, Provider
+from .clouisle import WORKFLOW_EVENTS
 
 __all__ = ["MAX_UNDECIDED_FRAMES", "AutoProvider", "detect"]
 
@@ -208,7 +212,22 @@ def _detect(frame: Any, *, jsonl: bool) -> tuple[str | None, Any]:
     return _by_payload(frame, parsed if isinstance(parsed, dict) else {}), parsed
 
 
+def _workflow_envelope(payload: dict[str, Any]) -> bool:
+    """A Clouisle workflow stream event: ``{"event", "data", "node_id", "timestamp",
+    "sequence"}`` with a workflow event's name in ``event`` and its fields in ``data``, whether
+    an ``event:`` line names it or not (the name may be one any stream uses: ``token``)."""
+    return (
+        payload.get("event") in WORKFLOW_EVENTS
+        and isinstance(payload.get("data"), dict)
+        and isinstance(payload.get("sequence"), int)
+    )
+
+
 def _by_payload(frame: Any, payload: dict[str, Any]) -> str | None:
+    if _workflow_envelope(payload):
+        # Before the name: a resumed workflow stream may open with ``debug`` (a Cohere v2
+        # name) or ``token``.
+        return "clouisle"
     name = frame.event
     if name == "message":
         name = payload.get("type")
