@@ -614,6 +614,39 @@ TWO_ROUNDS = [
 ]
 
 
+@pytest.mark.parametrize("run_start", [True, False], ids=["run_start", "resumed-past-it"])
+def test_every_cut_of_a_run_is_incomplete_for_events_and_fold_alike(run_start: bool) -> None:
+    # A stream resumed past run_start still carries run_id on every frame: a run, which ends
+    # at run_end. sf.events said so (IncompleteStreamError for a cut between the rounds),
+    # but sf.fold returned the tool turn's "Checking." as a complete answer.
+    frames = TWO_ROUNDS if run_start else TWO_ROUNDS[1:]
+    for cut in range(1, len(frames)):
+        stream = sse(*frames[:cut])
+        assert isinstance(run(stream, P).error, sf.IncompleteStreamError), cut
+        with pytest.raises(sf.IncompleteStreamError) as info:
+            sf.fold([stream], P)
+        partial = info.value.partial
+        assert partial is not None and not partial.complete, cut
+        assert partial.status == "running", cut
+    message = sf.fold([sse(*frames)], P, strict=True)
+    assert (message.text, message.complete, message.status) == (
+        "Checking.Clear skies in Oslo.",
+        True,
+        "completed",
+    )
+
+
+def test_a_run_known_by_run_id_completes_once_at_run_end() -> None:
+    folder = sf.Folder(P)
+    seen = []
+    for event in sf.events([sse(*TWO_ROUNDS[1:])], P, strict=True):
+        folder.add(event)
+        seen.append(folder.snapshot().complete)
+    assert seen[-1] and not any(seen[:-1]), seen
+    (running,) = run(sse(*TWO_ROUNDS[1:3]), P).of(RunStatus)
+    assert (running.status, running.run_id, running.sequence) == ("running", "run-123", 2)
+
+
 def _without(frames: list[tuple[str, dict[str, Any]]], *kinds: str) -> list[Any]:
     kept = [f for f in frames if f[0] not in kinds or f[1]["sequence"] > 10]
     return [(name, {**p, "sequence": n}) for n, (name, p) in enumerate(kept, 1)]

@@ -78,6 +78,9 @@ the frame that starts the message and of ``message_end`` (``MessageStart``/``Mes
 ``pending_tool_call`` (``ask_user``) asks the client to act. ``sequence`` is tracked in
 ``self.sequence`` (the highest seen: resume with ``after_sequence=provider.sequence``); an
 event whose sequence is not above it is a replayed duplicate: a violation, and it is dropped.
+A run known only by its frames' ``run_id`` (no ``run_start`` seen: a stream resumed past it)
+gets a ``RunStatus("running")`` at its first such frame, so that the fold, like the stream's
+outcome, waits for ``run_end``: a stream cut between two rounds is not a short answer.
 """
 
 from __future__ import annotations
@@ -328,8 +331,13 @@ class Clouisle(Provider):
                 )
                 return
             self.sequence = sequence
-        if payload.get("run_id") is not None:
+        if payload.get("run_id") is not None and not self._in_run:
             self._in_run = True  # run-scoped events carry their run's id
+            if event_type not in RUN_EVENTS and not self._workflow:
+                # A run known by its frames' run_id alone (a stream resumed past run_start):
+                # the fold learns of it, so that, like ``terminal_seen``, it ends the message
+                # only at run_end, not at a round's message_end.
+                out.append(self._status(payload, frame, "running", terminal=False))
         handler = self._on.get(event_type) if event_type.__class__ is str else None
         if self._run_ended:
             self.violation("event after run_end", out, event=event_type, raw=frame)
