@@ -202,9 +202,11 @@ class MessageDelta(Event):
     """The provider announced how the message will finish before its terminal event
     (Anthropic ``message_delta`` ahead of ``message_stop``, a Chat Completions choice's
     ``finish_reason`` ahead of ``[DONE]``, a Gemini candidate's ``finishReason`` ahead of
-    the stream's end). It ends nothing: ``MessageEnd``
-    still does, with its own finish reason. A stream cut between the two keeps this one in
-    its partial message, since it did arrive."""
+    the stream's end; Clouisle ``output_truncated`` / ``iteration_cap_reached``). It ends
+    nothing: ``MessageEnd`` still does, with its own finish reason. A stream cut between the
+    two keeps this one in its partial message, since it did arrive. A ``finish_reason`` of
+    ``None`` withdraws an earlier announcement (Clouisle: model output after
+    ``output_truncated`` is a later turn, so the truncation no longer decides the finish)."""
 
     type: ClassVar[str] = "message_delta"
     finish_reason: FinishReason | None
