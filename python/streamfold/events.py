@@ -8,7 +8,8 @@ tool results, sources, media, run status and notices. Unknown provider events be
 
 Every event keeps the frame it came from in ``raw``: the ``ServerSentEvent`` for SSE streams,
 the parsed line for JSON-lines streams. Events are frozen and slotted: cheap to make and safe
-to share. ``choice`` is the OpenAI choice index (``n>1``); 0 everywhere else.
+to share. ``choice`` is the OpenAI choice index (``n>1``) or the Gemini candidate index; 0
+everywhere else.
 
 Block indices are unique within a choice, numbered from 0 in each (a choice of an ``n>1``
 stream is numbered as a stream of it alone would be), and are what deltas refer to. Providers
@@ -17,8 +18,9 @@ mapped to block indices by the provider module, in order of appearance.
 
 What providers promise and the fold relies on:
 
-* Every choice (OpenAI ``n>1``) opens with a ``MessageStart(choice=i)``; every other
-  provider sends one ``MessageStart`` (choice 0), synthesized if the wire has none. A
+* Every choice (OpenAI ``n>1``, Gemini candidates) opens with a ``MessageStart(choice=i)``;
+  every other provider sends one ``MessageStart`` (choice 0), synthesized if the wire has
+  none. A
   Clouisle durable run may hold several rounds (a tool turn, then the answer): each further
   round sends ``MessageStart(continued=True)``, which continues the same message (reopening
   it if its round had ended), so one run folds into one message.

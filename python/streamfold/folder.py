@@ -401,7 +401,7 @@ class _Block:
 
 
 class _Choice:
-    """One choice (OpenAI ``n>1``; choice 0 everywhere else) being accumulated."""
+    """One choice (OpenAI ``n>1``, Gemini candidates; choice 0 elsewhere) being accumulated."""
 
     __slots__ = (
         "blocks",
@@ -512,9 +512,9 @@ class Folder:
     and the joined text) raises :class:`ProtocolError`; by default
     it is recorded in ``Message.warnings``.
 
-    Several choices (OpenAI ``n>1``) fold into one message each: :meth:`result` and
-    :meth:`snapshot` return choice 0 and list every choice in ``.choices``; :meth:`results`
-    returns the list.
+    Several choices (OpenAI ``n>1``, Gemini candidates) fold into one message each:
+    :meth:`result` and :meth:`snapshot` return choice 0 and list every choice in
+    ``.choices``; :meth:`results` returns the list.
     """
 
     __slots__ = (

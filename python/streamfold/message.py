@@ -182,7 +182,8 @@ class Message(_ChoicesSlot):
     raw_finish_reason: str | None = None
     usage: Usage | None = None
     #: The terminal event was seen: the stream's outcome is decided. With several choices
-    #: (OpenAI ``n>1``), every choice's message is complete only once they all ended.
+    #: (OpenAI ``n>1``, Gemini candidates), every choice's message is complete only once they
+    #: all ended.
     complete: bool = False
     #: For durable runs: the run's last status (``completed``, ``waiting``, …).
     status: str | None = None
@@ -198,7 +199,7 @@ class Message(_ChoicesSlot):
     notices: list[Any] = field(default_factory=list)
     #: Protocol violations and mismatches recorded in non-strict mode.
     warnings: list[str] = field(default_factory=list)
-    #: Choice index (OpenAI ``n>1``); every choice is in ``choices``.
+    #: Choice index (OpenAI ``n>1``, Gemini candidate); every choice is in ``choices``.
     choice: int = 0
     #: The provider's error object, when the stream failed.
     error: Any = None
