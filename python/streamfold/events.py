@@ -32,15 +32,19 @@ What providers promise and the fold relies on:
   ``stop_reason`` of the preceding ``message_delta``; Cohere v2 ``message-end``; Cohere v1
   ``stream-end``; Responses ``response.completed``/``incomplete``; Gemini the end of the
   stream, which ends every candidate that sent its ``finishReason``; Onecortex ``done``;
-  Clouisle ``message_end``). Its ``finish_reason`` is
-  already normalized by the provider's own mapping table; the fold only turns ``stop`` into
-  ``tool_calls`` when the message holds tool calls no result answers, and for a platform that
-  runs its own tools (``tools_run_by_platform``) only while its run waits on a
-  ``pending_tool_call``, and otherwise into ``refusal`` when the message holds a refusal block
-  (OpenAI). A message is complete when each choice that started has ended, and, when a durable
-  run reported ``RunStatus``, a ``RunStatus(terminal=True)`` was seen.
+  Clouisle ``message_end`` (each round's, in a durable run: a further round reopens the
+  message; ``run_end`` when the last round sent none), a workflow stream's
+  ``workflow_complete``). Its ``finish_reason`` is already normalized by the provider's own
+  mapping table; the fold only turns ``stop`` into ``tool_calls`` when the message holds tool
+  calls no result answers, and for a platform that runs its own tools
+  (``tools_run_by_platform``) only while its run waits on a ``pending_tool_call``, and
+  otherwise into ``refusal`` when the message holds a refusal block (OpenAI). A message is
+  complete when each choice that started has ended, and, when a durable run reported
+  ``RunStatus`` (Clouisle: run events, a frame with a ``run_id``, a workflow stream), a
+  ``RunStatus(terminal=True)`` was seen.
 * Provider errors (error events, Cohere ``ERROR`` finish, Responses ``failed``, Gemini error
-  chunk, Onecortex/Clouisle ``error``) are raised as ``StreamError``, not emitted as events.
+  chunk, Onecortex/Clouisle ``error``, Clouisle ``workflow_error``) are raised as
+  ``StreamError``, not emitted as events.
 * ``UsageUpdate.usage`` is the provider's current total, already merged (Anthropic's
   ``message_delta`` over ``message_start``); the fold keeps the last one.
 * Tool-call ``BlockDelta`` texts are fragments of the arguments' JSON text; a call that arrives
