@@ -1068,6 +1068,42 @@ def test_a_workflow_stream_cut_or_failed() -> None:
     assert [n.message for n in error.partial.notices] == [None, "model unavailable"]
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"message": "timed out after 300 s", "type": "timeout"},
+        {"code": 504, "msg": "timed out after 300 s"},
+    ],
+    ids=["message", "msg"],
+)
+def test_a_workflow_error_object_gives_its_reason(error: dict[str, Any]) -> None:
+    # The error as an object: its message was lost to the placeholder "the workflow run
+    # failed" (and the node's notice had none), only .raw held it.
+    failed = sse(
+        *WORKFLOW[:6],
+        wf("node_error", 7, "answer", error=error),
+        wf("workflow_error", 8, "answer", error=error),
+    )
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([failed], P)
+    assert (info.value.code, info.value.message) == ("workflow_error", "timed out after 300 s")
+    partial = info.value.partial
+    assert partial is not None and partial.text == "Order A-1 "
+    assert [n.message for n in partial.notices if n.kind == "node_error"] == [
+        "timed out after 300 s"
+    ]
+
+
+def test_an_error_event_with_an_error_object_gives_its_reason() -> None:
+    stream = sse(
+        ("content_delta", {"delta": "x"}),
+        ("error", {"error": {"code": "rate_limited", "msg": "slow down"}}),
+    )
+    with pytest.raises(sf.StreamError) as info:
+        sf.fold([stream], P)
+    assert info.value.message == "slow down"
+
+
 @pytest.mark.parametrize("event_lines", [True, False], ids=["event-lines", "data-only"])
 def test_a_workflow_stream_is_detected(event_lines: bool) -> None:
     # The event's name is in the envelope's ``event``: a stream without ``event:`` lines is

@@ -20,7 +20,8 @@ alternates, and everything else stays in ``raw``::
     compression_start/_end, output_truncated, input_accepted -> Notice
     iteration_cap_reached  content (the platform's closing text) -> Notice, text block
     message_end            usage, elapsed_ms | timing, status, version_number/_count
-    error                  code, message | msg                   -> StreamError
+    error                  code, message | msg | error (a string, or an object's
+                           message | msg)                        -> StreamError
     run_start, run_status  run_id, sequence, status (+ pending_tool_call_id,
                            pending_tool_name, pending_tool_input while waiting on ask_user)
     run_end                status: completed | stopped | failed | interrupted
@@ -32,11 +33,11 @@ send ``{"event", "data", "node_id", "timestamp", "sequence"}``, the event's fiel
     workflow_start         workflow_id, workflow_name    -> MessageStart, RunStatus("running")
     node_start             node_type, node_label         -> StepStart(node_label, id=node_id)
     node_complete          outputs, duration_ms          -> StepEnd
-    node_error             error                         -> Notice("node_error"), StepEnd
+    node_error             error (a string, or an object's message | msg) -> Notice, StepEnd
     node_skip, output, progress, status, iteration_start/_complete, debug -> Notice
     token / chunk          token / chunk: a node's text  -> text, one block per node
     workflow_complete      outputs, duration_ms          -> MessageEnd(stop, data), RunStatus
-    workflow_error         error                         -> StreamError("workflow_error")
+    workflow_error         error (as node_error)         -> StreamError("workflow_error")
 
 A failed, cancelled or timed-out workflow ends with ``workflow_error``. A workflow stream
 resumes with ``from_sequence`` (``resume_param``), so ``Cursor.params`` carries it. Its
@@ -194,6 +195,16 @@ def _first(p: dict[str, Any], *keys: str) -> Any:
         value = p.get(key)
         if value is not None:
             return value
+    return None
+
+
+def _error_text(error: Any) -> Any:
+    """The reason an ``error`` field gives: the string itself, or an object's ``message`` /
+    ``msg`` (the platform's ``{code, msg}``); ``None`` otherwise."""
+    if isinstance(error, str):
+        return error or None
+    if isinstance(error, dict):
+        return _first(error, "message", "msg")
     return None
 
 
@@ -637,8 +648,8 @@ class Clouisle(Provider):
         self.terminal_seen = True
         # The platform sends {"code", "msg"}; "message" and a string "error" are read too.
         message = _first(p, "message", "msg")
-        if message is None and isinstance(p.get("error"), str):
-            message = p["error"]
+        if message is None:
+            message = _error_text(p.get("error"))
         raise StreamError(
             str(message or "the agent run failed"),
             code=p.get("code"),
@@ -677,9 +688,17 @@ class Clouisle(Provider):
         # A node's failure need not fail the workflow (an error branch may follow); a
         # failed workflow ends with workflow_error.
         self._start(p, frame, out)
-        error = p.get("error")
-        message = error if isinstance(error, str) else None
-        out.append(Notice(kind="node_error", message=message, data=p, raw=frame))
+        message = _error_text(p.get("error"))
+        if message is None:
+            message = _first(p, "message", "msg")
+        out.append(
+            Notice(
+                kind="node_error",
+                message=message if message is None else str(message),
+                data=p,
+                raw=frame,
+            )
+        )
         out.append(StepEnd(name=self._node_name(p), id=p.get("node_id"), raw=frame))
 
     def _token(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -722,9 +741,12 @@ class Clouisle(Provider):
 
     def _workflow_error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self.terminal_seen = True
-        error = p.get("error")
+        # A failure, a cancel or a timeout: the reason as a string or an object's message.
+        message = _error_text(p.get("error"))
+        if message is None:
+            message = _first(p, "message", "msg")
         raise StreamError(
-            str(error if isinstance(error, str) and error else "the workflow run failed"),
+            str(message or "the workflow run failed"),
             code="workflow_error",
             provider=self.name,
             raw=frame,
