@@ -23,6 +23,7 @@ from streamfold.events import (
     BlockStart,
     CitationAdded,
     Event,
+    MessageDelta,
     MessageEnd,
     MessageStart,
     Notice,
@@ -87,6 +88,24 @@ def run(data: bytes | Iterable[bytes], provider: str, *, strict: bool = False) -
     except sf.StreamfoldError as exc:
         return Run(events, exc)
     return Run(events)
+
+
+#: The message events of a two-choice stream whose choice 1 starts after choice 0 finished,
+#: when each finish is announced where it arrives and the messages end with the stream.
+LATE_SECOND_CHOICE = [
+    ("MessageStart", 0),
+    ("MessageDelta", 0),
+    ("MessageStart", 1),
+    ("MessageDelta", 1),
+    ("MessageEnd", 0),
+    ("MessageEnd", 1),
+]
+
+
+def message_events(result: Run) -> list[tuple[str, int]]:
+    """``(class name, choice)`` of each ``MessageStart``/``MessageDelta``/``MessageEnd``."""
+    kinds = (MessageStart, MessageDelta, MessageEnd)
+    return [(type(e).__name__, e.choice) for e in result.events if isinstance(e, kinds)]
 
 
 def live_completeness(

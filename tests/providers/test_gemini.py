@@ -32,11 +32,13 @@ from streamfold.providers.gemini import FINISH_REASONS
 
 from .helpers import CAPTURES as CAPTURE_ROOT
 from .helpers import (
+    LATE_SECOND_CHOICE,
     accumulate,
     captures,
     check_capture,
     expected,
     live_completeness,
+    message_events,
     run,
     split_at,
     sse,
@@ -700,14 +702,7 @@ def test_a_finish_reason_announces_and_the_end_of_input_ends_every_candidate() -
     result = run(LATE_CANDIDATE, "gemini")
     assert result.error is None and result.warnings == []
     names = [(type(e).__name__, getattr(e, "choice", None)) for e in result.events]
-    assert [n for n in names if n[0] in ("MessageDelta", "MessageStart", "MessageEnd")] == [
-        ("MessageStart", 0),
-        ("MessageDelta", 0),
-        ("MessageStart", 1),
-        ("MessageDelta", 1),
-        ("MessageEnd", 0),
-        ("MessageEnd", 1),
-    ]
+    assert message_events(result) == LATE_SECOND_CHOICE
     assert names.index(("UsageUpdate", None)) < names.index(("MessageEnd", 0))
     ends = result.of(MessageEnd)
     assert [(e.finish_reason, e.raw_finish_reason) for e in ends] == [

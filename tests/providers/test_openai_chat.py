@@ -27,11 +27,13 @@ from streamfold.providers._fast import text_delta
 from streamfold.providers.openai_chat import FINISH_REASONS, OpenAIChat
 
 from .helpers import (
+    LATE_SECOND_CHOICE,
     accumulate,
     captures,
     check_capture,
     expected,
     live_completeness,
+    message_events,
     run,
     split_at,
     sse,
@@ -660,14 +662,7 @@ def test_a_finish_reason_announces_and_done_ends_every_choice() -> None:
     result = run(LATE_CHOICE, "openai")
     names = [(type(e).__name__, getattr(e, "choice", None)) for e in result.events]
     # Each choice's finish is announced at its chunk; the messages end with the stream.
-    assert [n for n in names if n[0] in ("MessageDelta", "MessageStart", "MessageEnd")] == [
-        ("MessageStart", 0),
-        ("MessageDelta", 0),
-        ("MessageStart", 1),
-        ("MessageDelta", 1),
-        ("MessageEnd", 0),
-        ("MessageEnd", 1),
-    ]
+    assert message_events(result) == LATE_SECOND_CHOICE
     assert names.index(("UsageUpdate", None)) < names.index(("MessageEnd", 0))
     ends = result.of(MessageEnd)
     assert [(e.finish_reason, e.raw_finish_reason) for e in ends] == [
