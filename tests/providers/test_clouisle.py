@@ -404,6 +404,14 @@ def test_tool_call_arguments_alternates() -> None:
         (sse(("reasoning_delta", {"delta": "x"})), "reasoning_delta without reasoning_start"),
         (sse(("reasoning_end", {})), "reasoning_end without reasoning_start"),
         (sse(("content_delta", {})), "content text is not a string"),
+        (
+            sse(("reasoning_start", {}), ("reasoning_delta", {"delta": 1})),
+            "reasoning text is not a string",
+        ),
+        (
+            sse(("token", {"event": "token", "data": {"token": None}, "sequence": 1})),
+            "the node's text is not a string",
+        ),
         (sse(("content_delta", "{nope")), "not valid JSON"),
         (sse(("content_delta", "[1]")), "not a JSON object"),
     ],
@@ -413,6 +421,8 @@ def test_protocol_errors(stream: bytes, needle: str) -> None:
     assert isinstance(error, sf.ProtocolError)
     assert needle in str(error)
     assert (error.provider, error.position) == (P, stream.count(b"\n\n") - 1)
+    # The frame that broke the format: it was None for a text that is not a string.
+    assert isinstance(error.raw, sf.ServerSentEvent) and error.event == error.raw.event
 
 
 def test_the_text_block_closes_before_usage_and_end() -> None:

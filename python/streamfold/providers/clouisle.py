@@ -475,7 +475,9 @@ class Clouisle(Provider):
             )
         text = self._text_of(p)
         if text.__class__ is not str:
-            raise self.protocol_error("reasoning text is not a string", event="reasoning_delta")
+            raise self.protocol_error(
+                "reasoning text is not a string", event="reasoning_delta", raw=frame
+            )
         out.append(text_delta(index, "reasoning", text, 0, frame))
 
     def _reasoning_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -490,9 +492,15 @@ class Clouisle(Provider):
     def _content_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         text = self._text_of(p)
         if text.__class__ is not str:
-            raise self.protocol_error("content text is not a string", event="content_delta")
+            raise self.protocol_error(
+                "content text is not a string", event="content_delta", raw=frame
+            )
         if self._limit is not None:
             self._next_turn(frame, out)
+        self._append_text(p, text, frame, out)
+
+    def _append_text(self, p: dict[str, Any], text: str, frame: Any, out: list[Event]) -> None:
+        """``text`` onto the open text run, opening one (and the message) when none is."""
         index = self._text
         if index is None:
             self._start(p, frame, out)
@@ -705,19 +713,15 @@ class Clouisle(Provider):
         """``token`` (an LLM or answer node's text) and ``chunk``: text, one block per node."""
         text = p.get("token") if "token" in p else p.get("chunk")
         if text.__class__ is not str:
-            raise self.protocol_error("the node's text is not a string", event=p.get("type"))
+            raise self.protocol_error(
+                "the node's text is not a string", event=p.get("type"), raw=frame
+            )
         node = p.get("node_id")
         if self._text is not None and node != self._text_node:
             out.append(BlockEnd(index=self._text, kind="text", raw=frame))
             self._text = None
         self._text_node = node
-        index = self._text
-        if index is None:
-            self._start(p, frame, out)
-            index = self._text = self._next_block
-            self._next_block = index + 1
-            out.append(BlockStart(index=index, kind="text", raw=frame))
-        out.append(text_delta(index, "text", text, 0, frame))
+        self._append_text(p, text, frame, out)
 
     def _workflow_complete(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._start(p, frame, out)
