@@ -108,14 +108,8 @@ CLOUISLE_EVENTS = frozenset(
         "run_status",
         "input_accepted",
         "run_end",
-        # workflow streams (their other events are names any stream may use)
-        "workflow_start",
-        "workflow_complete",
-        "workflow_error",
-        "node_start",
-        "node_complete",
-        "node_error",
-        "node_skip",
+        # workflow streams' own names (their other events are names any stream may use)
+        *(name for name in WORKFLOW_EVENTS if name.startswith(("workflow_", "node_"))),
     }
 )
 #: Model-name prefixes of Mistral's models (docs.mistral.ai "Models").
