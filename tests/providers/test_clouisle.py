@@ -1203,7 +1203,12 @@ def test_usage_as_the_platform_reports_it() -> None:
         "total_input_tokens": 200,
     }
     stream = sse(("content_delta", {"delta": "x"}), ("message_end", {"usage": usage}))
-    assert sf.fold([stream], P).usage == sf.Usage(120, 30, 150, cached_tokens=80, raw=usage)
+    # Input counts the cached prompt tokens too, as for every provider (Anthropic's are summed):
+    # the platform's prompt_tokens and total_tokens leave them out, its total_input_tokens not.
+    assert sf.fold([stream], P).usage == sf.Usage(200, 30, 230, cached_tokens=80, raw=usage)
+    plain = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    stream = sse(("content_delta", {"delta": "x"}), ("message_end", {"usage": plain}))
+    assert sf.fold([stream], P).usage == sf.Usage(12, 3, 15, raw=plain)
 
 
 def test_the_elapsed_time_as_the_platform_reports_it() -> None:

@@ -218,12 +218,22 @@ def usage_from(usage: dict[str, Any]) -> Usage:
     """``message_end.usage`` -> :class:`Usage` (input/prompt, output/completion token names;
     cached/cache_read). The platform sends ``{prompt_tokens, completion_tokens, total_tokens,
     cache_read_tokens, cache_creation_tokens, total_input_tokens}``; all of it stays in
-    ``raw``."""
-    input_tokens = _count(_first(usage, "input_tokens", "prompt_tokens"))
+    ``raw``.
+
+    ``input_tokens`` counts every prompt token, cached ones included, as for the other
+    providers (``cached_tokens`` is the part of it read from the cache): the platform's
+    ``total_input_tokens`` when it sends one, since its ``prompt_tokens`` and ``total_tokens``
+    leave the cache out, as Anthropic's usage does. ``total_tokens`` is then input plus output.
+    """
     output_tokens = _count(_first(usage, "output_tokens", "completion_tokens"))
-    total = _count(usage.get("total_tokens"))
-    if total is None and input_tokens is not None and output_tokens is not None:
-        total = input_tokens + output_tokens
+    input_tokens = _count(usage.get("total_input_tokens"))
+    if input_tokens is not None:
+        total = input_tokens + output_tokens if output_tokens is not None else None
+    else:
+        input_tokens = _count(_first(usage, "input_tokens", "prompt_tokens"))
+        total = _count(usage.get("total_tokens"))
+        if total is None and input_tokens is not None and output_tokens is not None:
+            total = input_tokens + output_tokens
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
