@@ -431,3 +431,36 @@ async def test_aevents_under_asyncio_and_trio(anyio_backend: str) -> None:
 
     events = [e async for e in sf.aevents(reads(), provider="anthropic")]
     assert events == run(BASIC, "anthropic").events
+
+
+def test_compaction_delta_completes_the_compaction_block_sent_back() -> None:
+    # Server-side compaction (beta): the block starts with content null and gets its summary
+    # and encrypted_content in one compaction_delta (anthropic-sdk-python
+    # lib/streaming/_beta_messages.py accumulate_event); the block must go back verbatim.
+    stream = sse(
+        START,
+        ev("content_block_start", index=0, content_block={"type": "compaction", "content": None}),
+        ev(
+            "content_block_delta",
+            index=0,
+            delta={
+                "type": "compaction_delta",
+                "content": "Summary of the turns before.",
+                "encrypted_content": "Eo8Cenc",
+            },
+        ),
+        ev("content_block_stop", index=0),
+        *text_block(1, "Hi"),
+        *end(),
+    )
+    result = run(stream, "anthropic", strict=True)
+    assert result.error is None and result.unknown == []
+    compacted = {
+        "type": "compaction",
+        "content": "Summary of the turns before.",
+        "encrypted_content": "Eo8Cenc",
+    }
+    assert result.of(BlockEnd)[0].data == compacted
+    message = sf.fold([stream], provider="anthropic")
+    assert message.blocks[0].data == compacted
+    assert message.to_request()["content"] == [compacted, {"type": "text", "text": "Hi"}]

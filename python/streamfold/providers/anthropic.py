@@ -30,7 +30,10 @@ Blocks (``content_block.type`` -> kind):
 * blocks that arrive whole: ``redacted_thinking`` -> ``reasoning`` and every ``*_tool_result``
   (``web_search_tool_result``…) -> ``server_tool``, both ``BlockStart(complete=True,
   data=<content block>)`` and ``BlockEnd`` at once; their ``content_block_stop`` makes no event;
-* any other block type -> ``other`` with ``data``.
+* any other block type -> ``other`` with ``data``. A ``compaction`` block (server-side
+  compaction, beta) gets its summary as one ``compaction_delta`` whose fields (``content``,
+  ``encrypted_content``) replace the block's, as the SDK's beta accumulator does: its
+  ``BlockEnd`` carries the block so completed in ``data``, which must go back verbatim.
 
 ``citations_delta`` -> ``CitationAdded``. Anthropic citations carry no offsets into the answer:
 the cited span is the whole text block, so ``start``/``end`` are ``None``, ``text`` is
@@ -172,6 +175,10 @@ class Anthropic(Provider):
         self._open: dict[int, BlockKind] = {}
         self._whole: set[int] = set()
         self._closed: set[int] = set()
+        #: ``other`` blocks: index -> the content block as it stands (its start, with the
+        #: fields of any ``compaction_delta`` since); ``_updated``: those a delta changed.
+        self._payloads: dict[int, dict[str, Any]] = {}
+        self._updated: set[int] = set()
         self._usage: dict[str, Any] = {}
         self._template: ChunkTemplate | None = None
         self._learns = 0
@@ -450,6 +457,8 @@ class Anthropic(Provider):
             )
             return
         if kind in ("server_tool", "other"):
+            if kind == "other":
+                self._payloads[index] = block
             out.append(
                 BlockStart(
                     index=index,
@@ -511,6 +520,12 @@ class Anthropic(Provider):
             out.append(SignatureDelta(index=index, signature=delta["signature"], raw=frame))
         elif delta_type == "citations_delta":
             out.append(CitationAdded(citation=_citation(delta["citation"], index), raw=frame))
+        elif delta_type == "compaction_delta" and index in self._payloads:
+            # The block's fields as this delta sends them (the SDK replaces both content and
+            # encrypted_content); BlockEnd hands the block on.
+            fields = {key: value for key, value in delta.items() if key != "type"}
+            self._payloads[index] = {**self._payloads[index], **fields}
+            self._updated.add(index)
         else:
             out.append(Unknown(event_type=f"content_block_delta.{delta_type}", raw=frame))
 
@@ -530,4 +545,6 @@ class Anthropic(Provider):
                 f"block {index!r} was never started", event="content_block_stop", raw=frame
             )
         self._closed.add(index)
-        out.append(BlockEnd(index=index, kind=kind, raw=frame))
+        payload = self._payloads.pop(index, None)
+        data = payload if index in self._updated else None
+        out.append(BlockEnd(index=index, kind=kind, data=data, raw=frame))
