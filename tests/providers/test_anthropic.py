@@ -464,3 +464,28 @@ def test_compaction_delta_completes_the_compaction_block_sent_back() -> None:
     message = sf.fold([stream], provider="anthropic")
     assert message.blocks[0].data == compacted
     assert message.to_request()["content"] == [compacted, {"type": "text", "text": "Hi"}]
+
+
+def test_fallback_block_relabels_the_model_that_served_the_message() -> None:
+    # Model fallback (beta): a fallback block marks where the next model takes over; the
+    # message's model is that one (anthropic-sdk-python _beta_messages.py accumulate_event
+    # sets snapshot.model = content_block.to.model, as the non-streamed response reports).
+    fallback = {
+        "type": "fallback",
+        "from": {"model": "claude-x"},
+        "to": {"model": "claude-y-20260101"},
+        "trigger": {"type": "refusal"},
+    }
+    stream = sse(
+        START,
+        ev("content_block_start", index=0, content_block=fallback),
+        ev("content_block_stop", index=0),
+        *text_block(1, "Sure."),
+        *end(),
+    )
+    result = run(stream, "anthropic", strict=True)
+    assert result.error is None and result.unknown == []
+    message = sf.fold([stream], provider="anthropic")
+    assert (message.id, message.model, message.text) == ("msg_1", "claude-y-20260101", "Sure.")
+    assert message.complete and message.warnings == []
+    assert message.to_request()["content"] == [fallback, {"type": "text", "text": "Sure."}]

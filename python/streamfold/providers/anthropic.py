@@ -33,7 +33,11 @@ Blocks (``content_block.type`` -> kind):
 * any other block type -> ``other`` with ``data``. A ``compaction`` block (server-side
   compaction, beta) gets its summary as one ``compaction_delta`` whose fields (``content``,
   ``encrypted_content``) replace the block's, as the SDK's beta accumulator does: its
-  ``BlockEnd`` carries the block so completed in ``data``, which must go back verbatim.
+  ``BlockEnd`` carries the block so completed in ``data``, which must go back verbatim. A
+  ``fallback`` block (beta model fallback: ``{from: {model}, to: {model}, trigger}``) marks where
+  another model takes over: ``MessageStart(model=to.model, continued=True)`` before it, so the
+  message's ``model`` is the one that served it, as the SDK relabels it and as the non-streamed
+  response reports it.
 
 ``citations_delta`` -> ``CitationAdded``. Anthropic citations carry no offsets into the answer:
 the cited span is the whole text block, so ``start``/``end`` are ``None``, ``text`` is
@@ -459,6 +463,11 @@ class Anthropic(Provider):
         if kind in ("server_tool", "other"):
             if kind == "other":
                 self._payloads[index] = block
+                to = block.get("to") if block_type == "fallback" else None
+                model = to.get("model") if to.__class__ is dict else None
+                if model.__class__ is str:
+                    # The model the content after this block comes from serves the message.
+                    out.append(MessageStart(model=model, continued=True, raw=frame))
             out.append(
                 BlockStart(
                     index=index,
