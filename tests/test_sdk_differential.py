@@ -179,6 +179,7 @@ def chat_from_sdk(completion: Any) -> dict[str, Any]:
                 "function_call": (legacy.name, parsed(legacy.arguments)) if legacy else None,
                 "logprobs": [t.token for t in (logprobs and logprobs.content) or []],
                 "refusal_logprobs": [t.token for t in (logprobs and logprobs.refusal) or []],
+                "annotations": [a.to_dict() for a in m.annotations or []],
                 "finish": choice.finish_reason,
             }
         )
@@ -209,6 +210,7 @@ def chat_from_sf(message: Message) -> dict[str, Any]:
                     if b.kind == "refusal"
                     for e in b.extra.get("logprobs", [])
                 ],
+                "annotations": [cite.raw for cite in c.citations],
                 "finish": c.raw_finish_reason,
             }
         )
@@ -479,6 +481,12 @@ def chat_streams(draw: st.DrawFn) -> bytes:
             deltas.append(({"function_call": {"name": "legacy_fn", "arguments": ""}}, None))
             text = json_text(draw, draw(ARGUMENTS))
             deltas += [({"function_call": {"arguments": p}}, None) for p in pieces(draw, text)]
+        if kind in ("text", "text+tools", "reasoning") and draw(st.booleans()):
+            # A search model's web citations, in one chunk (the SDK's delta merge raises on a
+            # second: annotations carry no index).
+            url = f"https://example.com/{draw(ID)}"
+            span = {"url": url, "title": draw(TEXT), "start_index": 0, "end_index": 1}
+            deltas.append(({"annotations": [{"type": "url_citation", "url_citation": span}]}, None))
         if kind in ("tools", "text+tools"):
             deltas += [(d, None) for d in chat_tool_calls(draw, nulls)]
         if nulls:

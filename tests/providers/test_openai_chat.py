@@ -993,3 +993,45 @@ def test_fast_path_rejects_a_raw_control_character() -> None:
     result = run(good + bad, "openai")
     assert isinstance(result.error, sf.ProtocolError)
     assert [e.text for e in result.of(BlockDelta)] == ["ok"] * 3
+
+
+def url_citation(start: int, end: int, url: str) -> dict[str, Any]:
+    span = {"url": url, "title": "T", "start_index": start, "end_index": end}
+    return {"type": "url_citation", "url_citation": span}
+
+
+def test_delta_annotations_are_citations_of_the_text() -> None:
+    # Search models (gpt-4o-mini-search-preview) send their web citations as
+    # delta.annotations, here on the finishing chunk; offsets are code points into the content.
+    first, second = url_citation(7, 13, "https://a.example"), url_citation(0, 5, "https://b")
+    stream = sse(
+        chunk(choice(role="assistant", content="")),
+        chunk(choice(content="Hello, 上海乐高乐园 world.")),
+        chunk(choice(annotations=[first])),
+        chunk(choice(finish="stop", annotations=[second])),
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider="openai", strict=True)
+    assert [(c.start, c.end, c.block, c.sources) for c in message.citations] == [
+        (7, 13, 0, [first]),
+        (0, 5, 0, [second]),
+    ]
+    assert message.text[7:13] == "上海乐高乐园"
+    assert message.blocks[0].citations == message.citations
+    assert message.to_request() == {"role": "assistant", "content": "Hello, 上海乐高乐园 world."}
+
+
+def test_annotations_before_any_text_cite_no_block_and_bad_ones_are_protocol_errors() -> None:
+    early = url_citation(0, 2, "https://a")
+    stream = sse(
+        chunk(choice(role="assistant", annotations=[early])),
+        chunk(choice(content="Hi", finish="stop")),
+        "[DONE]",
+    )
+    assert [(c.block, c.raw) for c in sf.fold([stream], provider="openai").citations] == [
+        (None, early)
+    ]
+    for bad in ({"type": "url_citation"}, ["not an object"]):
+        result = run(sse(chunk(choice(role="assistant", annotations=bad)), "[DONE]"), "openai")
+        assert isinstance(result.error, sf.ProtocolError), bad
+        assert "annotations" in str(result.error)

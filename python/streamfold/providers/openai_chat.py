@@ -30,6 +30,8 @@ How each part maps to events:
   (hosts that reuse index 0). An empty ``id`` or ``name`` is none: Alibaba Qwen/DashScope and
   other hosts send ``"id": ""`` and ``"name": ""`` on every later fragment of a call.
   Argument fragments become ``BlockDelta`` texts;
+* ``delta.annotations`` (search models' ``url_citation``s, OpenRouter's web plugin) ->
+  ``CitationAdded`` on the choice's latest text block, offsets in code points into its content;
 * ``choices[].logprobs`` -> ``BlockDelta.logprobs`` of the delta made from the same choice
   (a ``Notice(kind="logprobs")`` when the chunk carried no text);
 * ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageDelta`` with the
@@ -261,6 +263,7 @@ class _Choice:
         "finish",
         "index",
         "last_call",
+        "last_text",
         "next_block",
         "open_calls",
         "prose",
@@ -274,6 +277,8 @@ class _Choice:
         #: The open text, refusal or reasoning block (-1: none) and its kind.
         self.prose = -1
         self.prose_kind: BlockKind | None = None
+        #: The latest text block (-1: none yet): what ``delta.annotations`` cite.
+        self.last_text = -1
         #: Tool-call key (``tool_calls[].index``, else ``id``) -> (block index, call id).
         self.calls: dict[Any, tuple[int, Any]] = {}
         #: Open tool-call blocks, in the order they opened.
@@ -469,6 +474,7 @@ class OpenAIChat(Provider):
             or frame.event != "message"
             or self._done
             or delta.__class__ is not dict
+            or delta.get("annotations")
         ):
             return
         calls = delta.get("tool_calls")
@@ -647,6 +653,8 @@ class OpenAIChat(Provider):
             self._close_prose(state, frame, out)
             state.prose = self._open(state, kind, frame, out)
             state.prose_kind = kind
+            if kind == "text":
+                state.last_text = state.prose
         out.append(
             BlockDelta(
                 index=state.prose,
@@ -727,6 +735,37 @@ class OpenAIChat(Provider):
             self._tool_call(state, call, frame, out)
         if logprobs is not None and len(out) == made:
             self._logprobs_alone(state, choice, frame, out)
+        annotations = delta.get("annotations")
+        if annotations:
+            self._annotations(state, annotations, frame, out)
+
+    def _annotations(self, state: _Choice, annotations: Any, frame: Any, out: list[Event]) -> None:
+        """``delta.annotations`` (search models' web citations; OpenRouter's web plugin):
+        ``{"type": "url_citation", "url_citation": {"url", "title", "start_index",
+        "end_index"}}``, the offsets in code points into the choice's content, as in the
+        non-streamed ``message.annotations``. Each is a ``CitationAdded`` on the latest text
+        block (``None`` before any text), with the annotation as its source."""
+        if annotations.__class__ is not list:
+            raise self.protocol_error(
+                "delta.annotations is not a list", event=frame.event, raw=frame
+            )
+        for annotation in annotations:
+            if annotation.__class__ is not dict:
+                raise self.protocol_error(
+                    "a delta.annotations entry is not an object", event=frame.event, raw=frame
+                )
+            span = annotation.get(annotation.get("type"))
+            if span.__class__ is not dict:
+                span = annotation
+            citation = Citation(
+                start=_int(span.get("start_index")),
+                end=_int(span.get("end_index")),
+                text=None,
+                sources=[annotation],
+                block=state.last_text if state.last_text >= 0 else None,
+                raw=annotation,
+            )
+            out.append(CitationAdded(citation=citation, choice=state.index, raw=frame))
 
     @staticmethod
     def _has_content(delta: dict[str, Any]) -> bool:
