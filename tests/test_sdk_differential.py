@@ -180,6 +180,7 @@ def chat_from_sdk(completion: Any) -> dict[str, Any]:
                 "logprobs": [t.token for t in (logprobs and logprobs.content) or []],
                 "refusal_logprobs": [t.token for t in (logprobs and logprobs.refusal) or []],
                 "annotations": [a.to_dict() for a in m.annotations or []],
+                "audio": m.audio and {"type": "audio", **m.audio.to_dict()},
                 "finish": choice.finish_reason,
             }
         )
@@ -211,6 +212,7 @@ def chat_from_sf(message: Message) -> dict[str, Any]:
                     for e in b.extra.get("logprobs", [])
                 ],
                 "annotations": [cite.raw for cite in c.citations],
+                "audio": next((b.data for b in c.blocks if b.kind == "other"), None),
                 "finish": c.raw_finish_reason,
             }
         )
@@ -463,7 +465,9 @@ def chat_streams(draw: st.DrawFn) -> bytes:
     per_choice = []
     for i in range(draw(st.integers(1, 3))):
         kind = draw(
-            st.sampled_from(["text", "refusal", "tools", "text+tools", "reasoning", "legacy"])
+            st.sampled_from(
+                ["text", "refusal", "tools", "text+tools", "reasoning", "legacy", "audio"]
+            )
         )
         first: dict[str, Any] = {"role": "assistant", "content": draw(st.sampled_from(["", None]))}
         if kind == "refusal":
@@ -489,6 +493,12 @@ def chat_streams(draw: st.DrawFn) -> bytes:
             deltas.append(({"annotations": [{"type": "url_citation", "url_citation": span}]}, None))
         if kind in ("tools", "text+tools"):
             deltas += [(d, None) for d in chat_tool_calls(draw, nulls)]
+        if kind == "audio":  # audio output: id, transcript and base64 data pieces, then expiry
+            transcript = [{"transcript": p} for p in pieces(draw, draw(NONEMPTY))]
+            sound = [{"data": p} for p in pieces(draw, draw(ID))]
+            audio = [{"id": f"audio_{draw(ID)}"}, *interleave(draw, [transcript, sound])]
+            audio.append({"expires_at": 9})
+            deltas += [({"audio": a}, None) for a in audio]
         if nulls:
             empty = {"content": None, "function_call": None, "refusal": None, "role": None}
             deltas = [({**empty, "tool_calls": None, **d}, lp) for d, lp in deltas]

@@ -72,14 +72,26 @@ def _openai(message: Message) -> dict[str, Any]:
     # Chat Completions assistant message: content (string or null when tool_calls are given),
     # refusal, tool_calls[{id, type: "function", function: {name, arguments: JSON text}}];
     # a call streamed in the deprecated ``delta.function_call`` form goes back as
-    # function_call {name, arguments} (it has no id to pair a tool message with).
+    # function_call {name, arguments} (it has no id to pair a tool message with); an audio
+    # answer (delta.audio) as audio {id}, its content null.
     # https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages
     out: dict[str, Any] = {"role": "assistant"}
     calls = _function_calls(message, legacy=False)
     legacy = [call for call in message.tool_calls if call.extra.get("function_call")]
-    out["content"] = message.text or (None if calls or legacy or message.refusal else "")
+    audio = next(
+        (
+            b.data
+            for b in message.blocks
+            if b.kind == "other" and isinstance(b.data, dict) and b.data.get("type") == "audio"
+        ),
+        None,
+    )
+    out["content"] = message.text or (None if calls or legacy or message.refusal or audio else "")
     if message.refusal:
         out["refusal"] = message.refusal
+    if audio is not None and isinstance(audio.get("id"), str):
+        # An audio answer is referred to by its id (ChatCompletionAssistantMessageParam.audio).
+        out["audio"] = {"id": audio["id"]}
     if calls:
         out["tool_calls"] = calls
     if legacy:

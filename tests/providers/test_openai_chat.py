@@ -1035,3 +1035,37 @@ def test_annotations_before_any_text_cite_no_block_and_bad_ones_are_protocol_err
         result = run(sse(chunk(choice(role="assistant", annotations=bad)), "[DONE]"), "openai")
         assert isinstance(result.error, sf.ProtocolError), bad
         assert "annotations" in str(result.error)
+
+
+def test_audio_output_keeps_transcript_data_and_id_for_the_next_turn() -> None:
+    # modalities ["text", "audio"]: the answer streams as delta.audio pieces (id, transcript,
+    # base64 data; the last one only expires_at), content stays null (openai-python
+    # ChoiceDeltaAudio); the next request refers to it as audio {id}.
+    stream = sse(
+        chunk(choice(role="assistant", content=None, audio={"id": "audio_1", "transcript": "Hel"})),
+        chunk(choice(audio={"transcript": "lo ✓"})),
+        chunk(choice(audio={"data": "UklG"})),
+        chunk(choice(audio={"data": "Rg=="})),
+        chunk(choice(finish="stop")),
+        chunk(choice(audio={"expires_at": 1735000000})),
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider="openai", strict=True)
+    assert message.warnings == [] and message.text == ""
+    (block,) = message.blocks
+    assert (block.kind, block.text, block.complete) == ("other", "Hello ✓", True)
+    assert block.data == {
+        "type": "audio",
+        "id": "audio_1",
+        "transcript": "Hello ✓",
+        "data": "UklGRg==",
+        "expires_at": 1735000000,
+    }
+    assert message.to_request() == {
+        "role": "assistant",
+        "content": None,
+        "audio": {"id": "audio_1"},
+    }
+    result = run(sse(chunk(choice(role="assistant", audio="UklG")), "[DONE]"), "openai")
+    assert isinstance(result.error, sf.ProtocolError)
+    assert "delta.audio" in str(result.error)

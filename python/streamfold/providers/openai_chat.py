@@ -32,6 +32,8 @@ How each part maps to events:
   Argument fragments become ``BlockDelta`` texts;
 * ``delta.annotations`` (search models' ``url_citation``s, OpenRouter's web plugin) ->
   ``CitationAdded`` on the choice's latest text block, offsets in code points into its content;
+* ``delta.audio`` (audio output) -> one ``other`` block whose text is the transcript and whose
+  ``data`` is ``{"type": "audio", "id", "data", "transcript", "expires_at"}``, strings joined;
 * ``choices[].logprobs`` -> ``BlockDelta.logprobs`` of the delta made from the same choice
   (a ``Notice(kind="logprobs")`` when the chunk carried no text);
 * ``finish_reason`` -> ``BlockEnd`` for the choice's open blocks, then ``MessageDelta`` with the
@@ -257,6 +259,8 @@ class _Choice:
     """What is open in one choice."""
 
     __slots__ = (
+        "audio",
+        "audio_block",
         "calls",
         "closed",
         "ended",
@@ -279,6 +283,10 @@ class _Choice:
         self.prose_kind: BlockKind | None = None
         #: The latest text block (-1: none yet): what ``delta.annotations`` cite.
         self.last_text = -1
+        #: ``delta.audio`` so far (``{"type": "audio", "id", "data", "transcript",
+        #: "expires_at"}``) and its block (-1: none).
+        self.audio: dict[str, Any] = {}
+        self.audio_block = -1
         #: Tool-call key (``tool_calls[].index``, else ``id``) -> (block index, call id).
         self.calls: dict[Any, tuple[int, Any]] = {}
         #: Open tool-call blocks, in the order they opened.
@@ -738,6 +746,55 @@ class OpenAIChat(Provider):
         annotations = delta.get("annotations")
         if annotations:
             self._annotations(state, annotations, frame, out)
+        audio = delta.get("audio")
+        if audio:
+            self._audio(state, audio, frame, out)
+
+    def _audio(self, state: _Choice, audio: Any, frame: Any, out: list[Event]) -> None:
+        """``delta.audio`` (audio output, ``modalities: ["text", "audio"]``): pieces with an
+        ``id``, base64 ``data`` and ``transcript`` text, the last one only ``expires_at``. One
+        ``other`` block per choice whose text is the transcript (its ``BlockDelta``s) and whose
+        ``data`` is the audio as the SDK accumulates it, strings joined; its ``BlockEnd`` at
+        the finish (again for a piece after it) carries it. ``to_request`` sends its ``id``."""
+        if audio.__class__ is not dict:
+            raise self.protocol_error("delta.audio is not an object", event=frame.event, raw=frame)
+        kept = state.audio
+        if state.audio_block < 0:
+            self._close_prose(state, frame, out)
+            kept["type"] = "audio"
+            state.audio_block = self._open(state, "other", frame, out, data=dict(kept))
+        for key, value in audio.items():
+            if value is None:
+                continue
+            if key in ("data", "transcript") and value.__class__ is str:
+                kept[key] = kept.get(key, "") + value
+            else:
+                kept[key] = value
+        transcript = audio.get("transcript")
+        if transcript and transcript.__class__ is str:
+            out.append(
+                BlockDelta(
+                    index=state.audio_block,
+                    kind="other",
+                    text=transcript,
+                    choice=state.index,
+                    raw=frame,
+                )
+            )
+        if state.ended:  # a piece after the finish (its expiry): the block's data again
+            self._end_audio(state, frame, out)
+
+    def _end_audio(self, state: _Choice, frame: Any, out: list[Event]) -> None:
+        if state.audio_block >= 0:
+            out.append(
+                BlockEnd(
+                    index=state.audio_block,
+                    kind="other",
+                    choice=state.index,
+                    data=dict(state.audio),
+                    raw=frame,
+                )
+            )
 
     def _annotations(self, state: _Choice, annotations: Any, frame: Any, out: list[Event]) -> None:
         """``delta.annotations`` (search models' web citations; OpenRouter's web plugin):
@@ -881,6 +938,7 @@ class OpenAIChat(Provider):
             # OpenRouter repeats the finishing chunk (empty delta); content was checked above.
             return
         self._close_prose(state, frame, out)
+        self._end_audio(state, frame, out)
         for block in state.open_calls:
             out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
         state.open_calls.clear()
