@@ -233,6 +233,7 @@ def anthropic_from_sdk(message: Any) -> dict[str, Any]:
         "calls": [(b.id, b.name, b.input) for b in blocks if b.type == "tool_use"],
         "citations": [[c.to_dict() for c in b.citations or []] for b in blocks if b.type == "text"],
         "finish": message.stop_reason,
+        "container": message.container and message.container.to_dict(mode="json"),
         "blocks": [b.to_dict() for b in blocks if b.type not in SF_BLOCK_TYPES],
     }
 
@@ -264,6 +265,7 @@ def anthropic_from_sf(message: Message) -> dict[str, Any]:
         "calls": [sf_call(t) for t in message.tool_calls],
         "citations": [[c.raw for c in b.citations] for b in blocks if b.kind == "text"],
         "finish": message.raw_finish_reason,
+        "container": message.metadata.get("container"),
         "blocks": payloads(message),
     }
 
@@ -623,16 +625,11 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
     for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         final[key] = draw(st.one_of(st.none(), st.integers(0, 99), st.just(...)))
     final = {k: v for k, v in final.items() if v is not ...}
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {
-                "stop_reason": stop,
-                "stop_sequence": "##" if stop == "stop_sequence" else None,
-            },
-            "usage": final,
-        }
-    )
+    delta: dict[str, Any] = {"stop_reason": stop}
+    delta["stop_sequence"] = "##" if stop == "stop_sequence" else None
+    if draw(st.booleans()):  # code execution's container
+        delta["container"] = {"id": f"container_{draw(ID)}", "expires_at": "2026-12-01T00:00:00Z"}
+    events.append({"type": "message_delta", "delta": delta, "usage": final})
     events.append({"type": "message_stop"})
     pad = " " * draw(st.integers(0, 9))  # Anthropic pads its JSON before the closing brace
     body = ""

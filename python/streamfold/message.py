@@ -192,7 +192,8 @@ class Message(_ChoicesSlot):
     #: What the provider reported about the run or session rather than the reply, under its
     #: own names: the identifiers a caller needs to continue or resume (Onecortex
     #: ``sessionId``, ``versionNumber``; Clouisle ``conversation_id``, ``run_id``) and timings
-    #: (Onecortex ``durationMs``, Clouisle ``elapsed_ms``). Keys absent from the stream are
+    #: (Onecortex ``durationMs``, Clouisle ``elapsed_ms``), Anthropic's code execution
+    #: ``container`` (its id goes in the next request). Keys absent from the stream are
     #: absent here; a later value replaces an earlier one.
     metadata: dict[str, Any] = field(default_factory=dict)
     #: Notices from the stream (context compression, output truncated, iteration cap).

@@ -489,3 +489,21 @@ def test_fallback_block_relabels_the_model_that_served_the_message() -> None:
     assert (message.id, message.model, message.text) == ("msg_1", "claude-y-20260101", "Sure.")
     assert message.complete and message.warnings == []
     assert message.to_request()["content"] == [fallback, {"type": "text", "text": "Sure."}]
+
+
+def test_code_execution_container_is_in_the_message_metadata() -> None:
+    # message_delta.delta.container (code execution): the next request passes its id to keep
+    # the container's files; the SDK keeps it as message.container.
+    container = {"id": "container_011", "expires_at": "2026-12-01T00:00:00Z"}
+    stream = sse(
+        START,
+        *text_block(0, "Done."),
+        ev(
+            "message_delta",
+            delta={"stop_reason": "end_turn", "stop_sequence": None, "container": container},
+            usage={"output_tokens": 7},
+        ),
+        ev("message_stop"),
+    )
+    assert sf.fold([stream], provider="anthropic").metadata == {"container": container}
+    assert sf.fold([BASIC], provider="anthropic").metadata == {}

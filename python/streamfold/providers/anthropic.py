@@ -48,7 +48,9 @@ replace), each giving a ``UsageUpdate`` of the merged total. ``Usage.input_token
 prompt token: ``input_tokens`` plus cache creation and cache reads (the latter are also
 ``cached_tokens``). ``message_delta``'s ``stop_reason`` -> ``MessageDelta`` (after its
 ``UsageUpdate``), so a stream cut before ``message_stop`` keeps it in its partial message.
-``message_stop`` is the terminal event: ``MessageEnd`` with that ``stop_reason``.
+``message_stop`` is the terminal event: ``MessageEnd`` with that ``stop_reason``. A code
+execution ``container`` (``message_start.message`` or ``message_delta.delta``) is
+``metadata["container"]`` of the ``MessageStart`` / ``MessageEnd``.
 
 Speed: ``content_block_delta`` payloads of one block are read by string comparison once one of
 them has been parsed (``_chunk_template``), with the same result.
@@ -153,6 +155,14 @@ def usage_from_anthropic(usage: dict[str, Any]) -> Usage:
         cached_tokens=counts[2],
         raw=usage,
     )
+
+
+def _container(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"container": …}`` for ``Message.metadata`` when the message or its ``message_delta``
+    names one (the code execution container, ``{id, expires_at}``: the next request passes
+    its id to keep its files, as the SDK's ``message.container``)."""
+    container = payload.get("container")
+    return {"container": container} if container is not None else None
 
 
 def _citation(citation: dict[str, Any], block: int) -> Citation:
@@ -341,6 +351,7 @@ class Anthropic(Provider):
                 id=message.get("id"),
                 model=message.get("model"),
                 role=message.get("role") or "assistant",
+                metadata=_container(message),
                 raw=frame,
             )
         )
@@ -387,6 +398,7 @@ class Anthropic(Provider):
                 ),
                 raw_finish_reason=raw_reason,
                 data=self._stop or None,
+                metadata=_container(self._stop),
                 raw=frame,
             )
         )
