@@ -271,9 +271,10 @@ def anthropic_from_sf(message: Message) -> dict[str, Any]:
 
 
 def responses_from_sdk(response: Any) -> dict[str, Any]:
-    text, refusal, reasoning, calls = [], [], [], []
+    text, refusal, reasoning, calls, phases = [], [], [], [], []
     for item in response.output:
         if item.type == "message":
+            phases.append(item.phase)
             text += [c.text for c in item.content if c.type == "output_text"]
             refusal += [c.refusal for c in item.content if c.type == "refusal"]
         elif item.type == "reasoning":
@@ -289,6 +290,7 @@ def responses_from_sdk(response: Any) -> dict[str, Any]:
         "refusal": "".join(refusal),
         "reasoning": "".join(r for r in reasoning if r),
         "calls": calls,
+        "phases": phases,
         "finish": details.reason if details else response.status,
     }
 
@@ -302,6 +304,7 @@ def responses_from_sf(message: Message) -> dict[str, Any]:
         "refusal": message.refusal,
         "reasoning": message.reasoning,
         "calls": [sf_call(t) for t in message.tool_calls],
+        "phases": [i.get("phase") for i in message.to_request() if i["type"] == "message"],
         "finish": message.raw_finish_reason,
     }
 
@@ -679,6 +682,7 @@ def responses_item(
     elif kind in ("message", "refusal"):
         item_id = f"msg_{draw(ID)}{at}"
         added = {
+            "phase": draw(st.sampled_from([None, "commentary", "final_answer"])),
             "id": item_id,
             "type": "message",
             "status": "in_progress",

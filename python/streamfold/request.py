@@ -308,7 +308,7 @@ def _item_id(block: Block) -> str | None:
 def _openai_responses(message: Message) -> list[dict[str, Any]]:
     # Responses API input items, as the output items were: reasoning {type, id, summary[
     # {type: "summary_text", text}], encrypted_content}, message {type, id, role, status,
-    # content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]}
+    # phase?, content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]}
     # (annotations as received: ``_citation_objects``),
     # function_call {type, call_id, name, arguments: JSON text, id}.
     # https://platform.openai.com/docs/api-reference/responses/create#responses-create-input
@@ -345,6 +345,10 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
                 if item_id is not None:
                     current["id"] = item_id
                     current["status"] = "completed"
+                phase = block.extra.get("phase")
+                if phase is not None:
+                    # "preserve and resend phase on all assistant messages" (gpt-5.3-codex+)
+                    current["phase"] = phase
                 items.append(current)
             current["content"].append(part)
         elif kind == "tool_call" and block.tool_call is not None:

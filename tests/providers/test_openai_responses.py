@@ -878,3 +878,34 @@ def test_held_reasoning_keeps_its_logprobs() -> None:
     assert message.reasoning == "zeroone"
     block = next(b for b in message.blocks if b.kind == "reasoning")
     assert [t["token"] for t in block.extra["logprobs"]] == ["on", "e"]
+
+
+def phased_message(e: Seq, at: int, phase: str, text: str) -> list[tuple[str, dict[str, Any]]]:
+    item = {"type": "message", "id": f"msg_{at}", "role": "assistant", "phase": phase}
+    where = {"item_id": f"msg_{at}", "output_index": at, "content_index": 0}
+    return [
+        e("response.output_item.added", output_index=at, item={**item, "content": []}),
+        e("response.content_part.added", **where, part={"type": "output_text", "text": ""}),
+        e("response.output_text.delta", **where, delta=text),
+        e("response.output_item.done", output_index=at, item={**item, "status": "completed"}),
+    ]
+
+
+def test_message_phase_is_sent_back_with_each_message() -> None:
+    # openai-python ResponseOutputMessage.phase: "For models like gpt-5.3-codex and beyond,
+    # when sending follow-up requests, preserve and resend phase on all assistant messages".
+    e = Seq()
+    stream = sse(
+        e("response.created", response=response()),
+        *phased_message(e, 0, "commentary", "Looking at the files."),
+        *phased_message(e, 1, "final_answer", "Done."),
+        e("response.completed", response=response("completed", usage=USAGE)),
+    )
+    message = sf.fold([stream], provider="openai-responses", strict=True)
+    assert [b.extra.get("phase") for b in message.blocks] == ["commentary", "final_answer"]
+    items = message.to_request()
+    assert [(i["id"], i["phase"], i["content"][0]["text"]) for i in items] == [
+        ("msg_0", "commentary", "Looking at the files."),
+        ("msg_1", "final_answer", "Done."),
+    ]
+    assert "phase" not in sf.fold([BASIC], provider="openai-responses").to_request()[0]

@@ -19,7 +19,8 @@ fallback); ``sequence_number`` (+1 per event) is optional: when present it is ke
 Output items (by ``output_index``) -> blocks, numbered in order of appearance:
 
 * ``message`` -> one block per content part: ``output_text`` -> ``text``, ``refusal`` ->
-  ``refusal`` (``response.output_text.delta`` / ``response.refusal.delta``);
+  ``refusal`` (``response.output_text.delta`` / ``response.refusal.delta``); the item's
+  ``phase`` (``commentary`` / ``final_answer``) in each part's ``extra["phase"]``;
 * ``function_call`` -> ``tool_call`` whose ``id`` is the item's ``call_id`` (the id a tool
   result must quote; the item ``id`` is kept in ``extra["item_id"]``), arguments streamed by
   ``response.function_call_arguments.delta``; ``custom_tool_call`` likewise, with its free-text
@@ -248,7 +249,7 @@ class _Reasoning:
 class _Item:
     """One output item and its blocks."""
 
-    __slots__ = ("block", "done", "item_type", "kind", "parts", "reasoning")
+    __slots__ = ("block", "done", "item_type", "kind", "parts", "phase", "reasoning")
 
     def __init__(self, item_type: str) -> None:
         self.item_type = item_type
@@ -260,6 +261,8 @@ class _Item:
         #: A reasoning item's parts.
         self.reasoning: _Reasoning | None = None
         self.done = False
+        #: A message's ``phase`` (``commentary`` / ``final_answer``), to be sent back.
+        self.phase: str | None = None
 
 
 class OpenAIResponses(Provider):
@@ -494,6 +497,8 @@ class OpenAIResponses(Provider):
         self._items[output_index] = state
         item_id = item.get("id")
         if item_type == "message":
+            phase = item.get("phase")
+            state.phase = phase if phase.__class__ is str else None
             return  # its blocks are its content parts
         if item_type in ("function_call", "custom_tool_call"):
             extra: dict[str, Any] = {"item_id": item_id}
@@ -603,7 +608,10 @@ class OpenAIResponses(Provider):
         part: Any = p.get("part") or {}
         kind: BlockKind = PART_KINDS.get(part.get("type"), "other")
         content_index = p["content_index"]
-        block = self._open_block(kind, frame, out, extra={"item_id": p.get("item_id")})
+        extra: dict[str, Any] = {"item_id": p.get("item_id")}
+        if state.phase is not None:
+            extra["phase"] = state.phase
+        block = self._open_block(kind, frame, out, extra=extra)
         state.parts[content_index] = (block, kind)
         initial = part.get("text") or part.get("refusal")
         if initial and initial.__class__ is str:
