@@ -6,13 +6,16 @@ with) and ``ResponseStreamState`` (``client.responses.stream``), and anthropic-s
 frame, no HTTP, as their ``Stream`` classes would feed them. The same bytes, cut at random
 places, go to ``sf.fold``. Compared: text, refusal, reasoning (Anthropic: its signatures),
 tool calls (id, name, parsed arguments), the legacy ``function_call``, logprob tokens,
-citations, the raw finish / stop reason, the raw usage, id and model; per choice for ``n>1``.
+citations and annotations, audio, blocks kept as received, the container, message phases,
+the raw finish / stop reason, the raw usage, id and model; per choice for ``n>1``.
 
 Inputs: every capture of those providers in ``../shared/captures``, and generated valid
 streams (multi-byte text split anywhere, parallel tool calls whose arguments are split at
-random places and may interleave, ``n>1``, refusals, usage chunks, legacy ``function_call``,
-thinking with signatures, redacted thinking, citations, pings, padded JSON, reasoning summaries,
-streams whose text only the ``.done`` events carry).
+random places and may interleave, ``n>1``, refusals, usage chunks, legacy ``function_call``, search
+annotations, audio output, thinking with signatures, redacted thinking, citations, a code
+execution container, pings, padded JSON, reasoning summaries, message phases, streams whose
+text only the ``.done`` events carry), and Anthropic's beta compaction and fallback blocks
+against the SDK's beta accumulator.
 
 Where the two differ on purpose, the comparison leaves it out (each with its reason):
 
