@@ -274,10 +274,13 @@ def anthropic_from_sf(message: Message) -> dict[str, Any]:
 
 
 def responses_from_sdk(response: Any) -> dict[str, Any]:
-    text, refusal, reasoning, calls, phases = [], [], [], [], []
+    text, refusal, reasoning, calls, phases, cited = [], [], [], [], [], []
     for item in response.output:
         if item.type == "message":
             phases.append(item.phase)
+            cited += [
+                a.to_dict() for c in item.content if c.type == "output_text" for a in c.annotations
+            ]
             text += [c.text for c in item.content if c.type == "output_text"]
             refusal += [c.refusal for c in item.content if c.type == "refusal"]
         elif item.type == "reasoning":
@@ -294,6 +297,7 @@ def responses_from_sdk(response: Any) -> dict[str, Any]:
         "reasoning": "".join(r for r in reasoning if r),
         "calls": calls,
         "phases": phases,
+        "citations": cited,
         "finish": details.reason if details else response.status,
     }
 
@@ -308,6 +312,7 @@ def responses_from_sf(message: Message) -> dict[str, Any]:
         "reasoning": message.reasoning,
         "calls": [sf_call(t) for t in message.tool_calls],
         "phases": [i.get("phase") for i in message.to_request() if i["type"] == "message"],
+        "citations": [c.raw for c in message.citations],
         "finish": message.raw_finish_reason,
     }
 
@@ -711,6 +716,18 @@ def responses_item(
                 {"type": f"{names[0]}.delta", **part, "delta": p} for p in pieces(draw, text)
             ]
         events.append({"type": f"{names[0]}.done", **part, names[1]: text})
+        if kind == "message":  # url citations, code-point offsets into the part's text
+            cited = [
+                {"type": "url_citation", "start_index": 0, "end_index": len(text)}
+                | {"url": f"https://example.com/{draw(ID)}", "title": draw(TEXT)}
+                for _ in range(draw(st.integers(0, 2)))
+            ]
+            events += [
+                {"type": "response.output_text.annotation.added", **part}
+                | {"annotation_index": n, "annotation": a}
+                for n, a in enumerate(cited)
+            ]
+            whole["annotations"] = cited
         events.append({"type": "response.content_part.done", **part, "part": whole})
         done = {**added, "status": "completed", "content": [whole]}
     else:
