@@ -234,6 +234,7 @@ def anthropic_from_sdk(message: Any) -> dict[str, Any]:
         "signatures": [b.signature for b in blocks if b.type == "thinking"],
         "redacted": [b.data for b in blocks if b.type == "redacted_thinking"],
         "calls": [(b.id, b.name, b.input) for b in blocks if b.type == "tool_use"],
+        "callers": [b.caller and b.caller.to_dict() for b in blocks if b.type == "tool_use"],
         "citations": [[c.to_dict() for c in b.citations or []] for b in blocks if b.type == "text"],
         "finish": message.stop_reason,
         "container": message.container and message.container.to_dict(mode="json"),
@@ -266,6 +267,7 @@ def anthropic_from_sf(message: Message) -> dict[str, Any]:
         "signatures": [b.signature or "" for b in blocks if b.kind == "reasoning" and not b.data],
         "redacted": [b.data["data"] for b in blocks if b.kind == "reasoning" and b.data],
         "calls": [sf_call(t) for t in message.tool_calls],
+        "callers": [t.extra.get("caller") for t in message.tool_calls],
         "citations": [[c.raw for c in b.citations] for b in blocks if b.kind == "text"],
         "finish": message.raw_finish_reason,
         "container": message.metadata.get("container"),
@@ -593,6 +595,8 @@ def anthropic_block(draw: st.DrawFn, index: int, kind: str) -> list[dict[str, An
     else:
         name = draw(st.sampled_from(["get_weather", "make_file"]))
         start = {"type": "tool_use", "id": f"toolu_{draw(ID)}{index}", "name": name, "input": {}}
+        if draw(st.booleans()):  # programmatic tool calling: a call made by code execution
+            start["caller"] = {"type": "code_execution_20250825", "tool_id": f"srvtoolu_{index}"}
         text = json_text(draw, draw(ARGUMENTS)) if draw(st.integers(0, 5)) else ""
         fragments = ["", *pieces(draw, text)] if draw(st.booleans()) else pieces(draw, text)
         body = [delta({"type": "input_json_delta", "partial_json": p}) for p in fragments]

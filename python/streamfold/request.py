@@ -206,6 +206,8 @@ def _anthropic(message: Message) -> dict[str, Any]:
         elif kind == "tool_call" and block.tool_call is not None:
             call = block.tool_call
             item = {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
+            # A call made by a server tool (programmatic tool calling) says so: ``caller``.
+            item.update((k, v) for k, v in call.extra.items() if k in ("caller", "toolset_name"))
         elif kind == "server_tool":
             item = _anthropic_server_tool(block)
         else:

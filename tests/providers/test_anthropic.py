@@ -507,3 +507,41 @@ def test_code_execution_container_is_in_the_message_metadata() -> None:
     )
     assert sf.fold([stream], provider="anthropic").metadata == {"container": container}
     assert sf.fold([BASIC], provider="anthropic").metadata == {}
+
+
+def test_tool_use_caller_goes_back_with_the_call() -> None:
+    # Programmatic tool calling: a tool_use made by code execution names its caller, which the
+    # assistant turn sent back must keep (anthropic-sdk-python ToolUseBlockParam.caller).
+    caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+    stream = sse(
+        START,
+        ev(
+            "content_block_start",
+            index=0,
+            content_block={
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {},
+                "caller": caller,
+            },
+        ),
+        ev(
+            "content_block_delta",
+            index=0,
+            delta={"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'},
+        ),
+        ev("content_block_stop", index=0),
+        *end("tool_use"),
+    )
+    message = sf.fold([stream], provider="anthropic", strict=True)
+    assert message.tool_calls[0].extra == {"caller": caller}
+    assert message.to_request()["content"] == [
+        {
+            "type": "tool_use",
+            "id": "toolu_1",
+            "name": "get_weather",
+            "input": {"city": "Oslo"},
+            "caller": caller,
+        }
+    ]

@@ -23,7 +23,8 @@ Blocks (``content_block.type`` -> kind):
 * ``text`` -> ``text``; ``thinking`` -> ``reasoning`` (``signature_delta`` -> ``SignatureDelta``,
   which replaces the signature); ``tool_use`` -> ``tool_call`` whose ``input_json_delta``
   fragments are ``BlockDelta`` texts (its ``input`` from the start, ``{}``, is in
-  ``BlockStart.arguments`` for a call that gets no fragment);
+  ``BlockStart.arguments`` for a call that gets no fragment; its ``caller`` and
+  ``toolset_name``, when sent, in ``extra``);
 * ``server_tool_use`` / ``mcp_tool_use`` -> ``server_tool`` with ``id``/``name``; its input
   streams as ``input_json_delta`` like a tool call's (as captured), so it is not complete at
   start. ``data`` is the content block;
@@ -119,6 +120,10 @@ TEXT_DELTAS: dict[str, str] = {
 #: A block's chunk template is learned from its third delta parsed in a row (see
 #: ``Anthropic._parsed_block``).
 LEARN_AFTER = 3
+
+#: ``tool_use`` fields kept in ``ToolCall.extra`` and sent back by ``to_request``
+#: (anthropic-sdk-python ``types/tool_use_block_param.py``).
+_CALL_EXTRAS = ("caller", "toolset_name")
 
 #: Usage counters ``message_delta`` may update.
 _COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -461,6 +466,9 @@ class Anthropic(Provider):
             kind = "other"
         self._open[index] = kind
         if kind == "tool_call":
+            # Programmatic tool calling: who made the call (``caller``, e.g. code execution)
+            # and a toolset member's ``toolset_name`` go back with it (ToolUseBlockParam).
+            extra = {key: block[key] for key in _CALL_EXTRAS if block.get(key) is not None}
             out.append(
                 BlockStart(
                     index=index,
@@ -468,6 +476,7 @@ class Anthropic(Provider):
                     id=block.get("id"),
                     name=block.get("name"),
                     arguments=block.get("input"),
+                    extra=extra or None,
                     raw=frame,
                 )
             )
