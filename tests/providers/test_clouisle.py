@@ -573,6 +573,31 @@ def scoped(
     return event_type, {**envelope, **fields}
 
 
+def asked_and_waiting(sequence: int) -> list[tuple[str, dict[str, Any]]]:
+    """The agent's ask_user call at ``sequence`` and, at the next, the run waiting on it."""
+    return [
+        scoped(
+            "tool_call",
+            sequence,
+            "rnd-1",
+            "msg-7",
+            tool_call_id="call-123",
+            tool_name="ask_user",
+            arguments=ASK,
+        ),
+        scoped(
+            "run_status",
+            sequence + 1,
+            "rnd-1",
+            "msg-7",
+            status="waiting",
+            pending_tool_call_id="call-123",
+            pending_tool_name="ask_user",
+            pending_tool_input=ASK,
+        ),
+    ]
+
+
 #: An agent that calls a tool, then answers: two rounds, each its own message_start and
 #: message_end, with a new round_id and message_id; one run_end.
 TWO_ROUNDS = [
@@ -749,25 +774,7 @@ def test_a_run_resumed_after_ask_user_repeats_message_start() -> None:
         scoped("run_start", 1, None, None, status="running"),
         scoped("message_start", 2, "rnd-1", "msg-7", conversation_id="conv-1"),
         scoped("content_delta", 3, "rnd-1", "msg-7", delta="Let me ask."),
-        scoped(
-            "tool_call",
-            4,
-            "rnd-1",
-            "msg-7",
-            tool_call_id="call-123",
-            tool_name="ask_user",
-            arguments=ASK,
-        ),
-        scoped(
-            "run_status",
-            5,
-            "rnd-1",
-            "msg-7",
-            status="waiting",
-            pending_tool_call_id="call-123",
-            pending_tool_name="ask_user",
-            pending_tool_input=ASK,
-        ),
+        *asked_and_waiting(4),
         scoped("run_start", 6, None, None, status="running"),
         scoped(
             "tool_result",
@@ -1326,25 +1333,7 @@ def test_retrieval_reported_again_after_a_resume_is_kept_once() -> None:
         scoped("rag_start", 2, None, None),
         scoped("rag_context", 3, None, None, contexts=contexts, query="weather"),
         scoped("message_start", 4, "rnd-1", "msg-7", conversation_id="conv-1"),
-        scoped(
-            "tool_call",
-            5,
-            "rnd-1",
-            "msg-7",
-            tool_call_id="call-123",
-            tool_name="ask_user",
-            arguments=ASK,
-        ),
-        scoped(
-            "run_status",
-            6,
-            "rnd-1",
-            "msg-7",
-            status="waiting",
-            pending_tool_call_id="call-123",
-            pending_tool_name="ask_user",
-            pending_tool_input=ASK,
-        ),
+        *asked_and_waiting(5),
         scoped("run_start", 7, None, None, status="running"),
         scoped("tool_result", 8, "rnd-1", "msg-7", tool_call_id="call-123", result="Oslo"),
         scoped("rag_start", 9, None, None),
