@@ -6,7 +6,8 @@ with) and ``ResponseStreamState`` (``client.responses.stream``), and anthropic-s
 frame, no HTTP, as their ``Stream`` classes would feed them. The same bytes, cut at random
 places, go to ``sf.fold``. Compared: text, refusal, reasoning (Anthropic: its signatures),
 tool calls (id, name, parsed arguments), the legacy ``function_call``, logprob tokens,
-citations and annotations, audio, blocks kept as received, the container, message phases,
+citations and annotations, audio, blocks kept as received, the container, the stop sequence
+and a refusal's stop details, message phases,
 the raw finish / stop reason, the raw usage, id and model; per choice for ``n>1``.
 
 Inputs: every capture of those providers in ``../shared/captures``, and generated valid
@@ -238,6 +239,8 @@ def anthropic_from_sdk(message: Any) -> dict[str, Any]:
         "citations": [[c.to_dict() for c in b.citations or []] for b in blocks if b.type == "text"],
         "finish": message.stop_reason,
         "container": message.container and message.container.to_dict(mode="json"),
+        "stop_sequence": message.stop_sequence,
+        "stop_details": message.stop_details and message.stop_details.to_dict(),
         "blocks": [b.to_dict() for b in blocks if b.type not in SF_BLOCK_TYPES],
     }
 
@@ -271,6 +274,8 @@ def anthropic_from_sf(message: Message) -> dict[str, Any]:
         "citations": [[c.raw for c in b.citations] for b in blocks if b.kind == "text"],
         "finish": message.raw_finish_reason,
         "container": message.metadata.get("container"),
+        "stop_sequence": message.metadata.get("stop_sequence"),
+        "stop_details": message.metadata.get("stop_details"),
         "blocks": payloads(message),
     }
 
@@ -642,6 +647,8 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
     final = {k: v for k, v in final.items() if v is not ...}
     delta: dict[str, Any] = {"stop_reason": stop}
     delta["stop_sequence"] = "##" if stop == "stop_sequence" else None
+    if stop == "refusal" and draw(st.booleans()):
+        delta["stop_details"] = {"type": "refusal", "category": "cyber", "explanation": "No."}
     if draw(st.booleans()):  # code execution's container
         delta["container"] = {"id": f"container_{draw(ID)}", "expires_at": "2026-12-01T00:00:00Z"}
     events.append({"type": "message_delta", "delta": delta, "usage": final})

@@ -509,6 +509,44 @@ def test_code_execution_container_is_in_the_message_metadata() -> None:
     assert sf.fold([BASIC], provider="anthropic").metadata == {}
 
 
+def test_stop_sequence_that_fired_is_in_the_message_metadata() -> None:
+    # message_delta.delta.stop_sequence: which of the request's stop_sequences ended the
+    # answer (the SDK's message.stop_sequence); null elsewhere, and then absent.
+    stream = sse(
+        START,
+        *text_block(0, "1, 2, 3"),
+        ev(
+            "message_delta",
+            delta={"stop_reason": "stop_sequence", "stop_sequence": "\n4"},
+            usage={"output_tokens": 7},
+        ),
+        ev("message_stop"),
+    )
+    message = sf.fold([stream], provider="anthropic")
+    assert message.raw_finish_reason == "stop_sequence"
+    assert message.metadata == {"stop_sequence": "\n4"}
+    assert message.to_request() == sf.fold([BASIC], provider="anthropic").to_request() | {
+        "content": [{"type": "text", "text": "1, 2, 3"}]
+    }
+
+
+def test_refusal_stop_details_are_in_the_message_metadata() -> None:
+    # A refusal's message_delta.delta.stop_details (its category and explanation), as the
+    # SDK's message.stop_details.
+    details = {"type": "refusal", "category": "cyber", "explanation": "Not helping with that."}
+    stream = sse(
+        START,
+        ev(
+            "message_delta",
+            delta={"stop_reason": "refusal", "stop_sequence": None, "stop_details": details},
+            usage={"output_tokens": 1},
+        ),
+        ev("message_stop"),
+    )
+    message = sf.fold([stream], provider="anthropic")
+    assert (message.finish_reason, message.metadata) == ("refusal", {"stop_details": details})
+
+
 def test_tool_use_caller_goes_back_with_the_call() -> None:
     # Programmatic tool calling: a tool_use made by code execution names its caller, which the
     # assistant turn sent back must keep (anthropic-sdk-python ToolUseBlockParam.caller).

@@ -50,8 +50,9 @@ prompt token: ``input_tokens`` plus cache creation and cache reads (the latter a
 ``cached_tokens``). ``message_delta``'s ``stop_reason`` -> ``MessageDelta`` (after its
 ``UsageUpdate``), so a stream cut before ``message_stop`` keeps it in its partial message.
 ``message_stop`` is the terminal event: ``MessageEnd`` with that ``stop_reason``. A code
-execution ``container`` (``message_start.message`` or ``message_delta.delta``) is
-``metadata["container"]`` of the ``MessageStart`` / ``MessageEnd``.
+execution ``container``, the ``stop_sequence`` that fired and a refusal's ``stop_details``
+(``message_start.message`` or ``message_delta.delta``, when not null) are that key of the
+``MessageStart`` / ``MessageEnd`` ``metadata`` (``METADATA_KEYS``).
 
 Speed: ``content_block_delta`` payloads of one block are read by string comparison once one of
 them has been parsed (``_chunk_template``), with the same result.
@@ -162,12 +163,18 @@ def usage_from_anthropic(usage: dict[str, Any]) -> Usage:
     )
 
 
-def _container(payload: dict[str, Any]) -> dict[str, Any] | None:
-    """``{"container": …}`` for ``Message.metadata`` when the message or its ``message_delta``
-    names one (the code execution container, ``{id, expires_at}``: the next request passes
-    its id to keep its files, as the SDK's ``message.container``)."""
-    container = payload.get("container")
-    return {"container": container} if container is not None else None
+#: ``message_start.message`` / ``message_delta.delta`` fields kept in ``Message.metadata``, as
+#: the SDK's final message has them: the code execution ``container`` (``{id, expires_at}``:
+#: the next request passes its id to keep its files), ``stop_sequence`` (which of the request's
+#: ``stop_sequences`` ended the answer, when ``stop_reason`` is ``stop_sequence``) and
+#: ``stop_details`` (why a ``refusal`` stopped: ``{type, category, explanation}``).
+METADATA_KEYS = ("container", "stop_sequence", "stop_details")
+
+
+def _metadata(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``METADATA_KEYS`` the message or its ``message_delta`` sent non-null, or ``None``."""
+    found = {key: payload[key] for key in METADATA_KEYS if payload.get(key) is not None}
+    return found or None
 
 
 def _citation(citation: dict[str, Any], block: int) -> Citation:
@@ -356,7 +363,7 @@ class Anthropic(Provider):
                 id=message.get("id"),
                 model=message.get("model"),
                 role=message.get("role") or "assistant",
-                metadata=_container(message),
+                metadata=_metadata(message),
                 raw=frame,
             )
         )
@@ -403,7 +410,7 @@ class Anthropic(Provider):
                 ),
                 raw_finish_reason=raw_reason,
                 data=self._stop or None,
-                metadata=_container(self._stop),
+                metadata=_metadata(self._stop),
                 raw=frame,
             )
         )
