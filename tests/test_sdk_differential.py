@@ -7,7 +7,8 @@ frame, no HTTP, as their ``Stream`` classes would feed them. The same bytes, cut
 places, go to ``sf.fold``. Compared: text, refusal, reasoning (Anthropic: its signatures),
 tool calls (id, name, parsed arguments), the legacy ``function_call``, logprob tokens,
 citations and annotations, audio, blocks kept as received, the container, the stop sequence
-and a refusal's stop details, message phases,
+and a refusal's stop details, Chat Completions' created, system_fingerprint, service_tier and
+moderation, message phases,
 the raw finish / stop reason, the raw usage, id and model; per choice for ``n>1``.
 
 Inputs: every capture of those providers in ``../shared/captures``, and generated valid
@@ -189,7 +190,15 @@ def chat_from_sdk(completion: Any) -> dict[str, Any]:
             }
         )
     usage = completion.usage.to_dict() if completion.usage else None
-    return {"id": completion.id, "model": completion.model, "usage": usage, "choices": choices}
+    moderation = completion.moderation and completion.moderation.to_dict()
+    return {
+        "id": completion.id,
+        "model": completion.model,
+        "usage": usage,
+        "choices": choices,
+        "top": (completion.created, completion.system_fingerprint, completion.service_tier),
+        "moderation": moderation,
+    }
 
 
 def chat_from_sf(message: Message) -> dict[str, Any]:
@@ -221,7 +230,15 @@ def chat_from_sf(message: Message) -> dict[str, Any]:
             }
         )
     usage = message.usage.raw if message.usage else None
-    return {"id": message.id, "model": message.model, "usage": usage, "choices": choices}
+    top = [message.metadata.get(k) for k in ("created", "system_fingerprint", "service_tier")]
+    return {
+        "id": message.id,
+        "model": message.model,
+        "usage": usage,
+        "choices": choices,
+        "top": tuple(top),
+        "moderation": message.metadata.get("moderation"),
+    }
 
 
 def anthropic_from_sdk(message: Any) -> dict[str, Any]:
@@ -470,10 +487,13 @@ def chat_streams(draw: st.DrawFn) -> bytes:
     cid, model = f"chatcmpl-{draw(ID)}", draw(st.sampled_from(["gpt-4o", "gpt-4o-mini"]))
     usage_mode = draw(st.sampled_from(["chunk", "finish", "none", "absent"]))
     with_logprobs, nulls = draw(st.booleans()), draw(st.booleans())
+    created, tier = draw(st.integers(1, 2**31)), draw(st.sampled_from([None, "default", "flex"]))
 
     def chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
-        c = {"id": cid, "object": "chat.completion.chunk", "created": 1, "model": model}
+        c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
         c |= {"system_fingerprint": "fp_1", "choices": choices}
+        if tier is not None:
+            c["service_tier"] = tier
         return c if usage_mode == "absent" else {**c, "usage": None}
 
     def logprobs(key: str, text: str) -> dict[str, Any] | None:
@@ -534,6 +554,16 @@ def chat_streams(draw: st.DrawFn) -> bytes:
         per_choice.append(sequence)
     # The SDK appends a choice to its snapshot where it first appears: in index order.
     out = [s[0] for s in per_choice] + interleave(draw, [s[1:] for s in per_choice])
+    if draw(st.booleans()):  # moderated completions: the results on a chunk of their own
+        flags = {"categories": {"hate": False}, "category_scores": {"hate": 0.01}}
+        result = {**flags, "category_applied_input_types": {"hate": ["text"]}, "flagged": False}
+        result |= {"model": "omni-moderation-latest", "type": "moderation_result"}
+        verdict: dict[str, Any] = {"type": "moderation_results", "model": "omni-moderation-latest"}
+        verdict |= {"results": [result]}
+        # Before the finishes: the SDK sets its usage from every chunk, null included.
+        out.insert(
+            len(per_choice), {**chunk([]), "moderation": {"input": verdict, "output": verdict}}
+        )
     usage = {
         "prompt_tokens": draw(st.integers(0, 99)),
         "completion_tokens": draw(st.integers(0, 99)),

@@ -193,8 +193,9 @@ class Message(_ChoicesSlot):
     #: own names: the identifiers a caller needs to continue or resume (Onecortex
     #: ``sessionId``, ``versionNumber``; Clouisle ``conversation_id``, ``run_id``) and timings
     #: (Onecortex ``durationMs``, Clouisle ``elapsed_ms``), Anthropic's code execution
-    #: ``container`` (its id goes in the next request), ``stop_sequence`` and ``stop_details``. Keys absent from the stream are
-    #: absent here; a later value replaces an earlier one.
+    #: ``container`` (its id goes in the next request), ``stop_sequence`` and ``stop_details``;
+    #: Chat Completions ``created``, ``system_fingerprint``, ``service_tier``, ``moderation``.
+    #: Keys absent from the stream are absent here; a later value replaces an earlier one.
     metadata: dict[str, Any] = field(default_factory=dict)
     #: Notices from the stream (context compression, output truncated, iteration cap).
     notices: list[Any] = field(default_factory=list)

@@ -196,6 +196,62 @@ def test_azure_first_chunk_with_empty_choices_is_not_usage() -> None:
     assert type(result.events[0]) is MessageStart
 
 
+#: Top-level fields every OpenAI chunk repeats (include_usage_tool_call capture).
+TOP = {"created": 1764500140, "system_fingerprint": "fp_b547601dbd", "service_tier": "default"}
+
+
+def top_level_stream(**last: Any) -> bytes:
+    return sse(
+        chunk(choice(role="assistant", content=""), **TOP),
+        chunk(choice(content="Hi"), **TOP),
+        chunk(choice(finish="stop"), **TOP),
+        chunk(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}, **last),
+        "[DONE]",
+    )
+
+
+@pytest.mark.parametrize("key", ["created", "system_fingerprint", "service_tier"])
+def test_top_level_chunk_fields_are_in_the_message_metadata(key: str) -> None:
+    # As the SDK's final ChatCompletion has them (created, system_fingerprint, service_tier).
+    message = sf.fold([top_level_stream(**TOP)], provider="openai")
+    assert message.metadata[key] == TOP[key]
+    assert message.to_request() == {"role": "assistant", "content": "Hi"}
+    # Known from the first chunk: the MessageStart has it, a stream cut after it keeps it.
+    assert run(top_level_stream(), "openai").of(MessageStart)[0].metadata == TOP
+    cut = top_level_stream()[: top_level_stream().index(b"Hi")]
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], provider="openai")
+    assert info.value.partial is not None and info.value.partial.metadata[key] == TOP[key]
+
+
+def test_a_later_chunk_without_the_fields_does_not_erase_them() -> None:
+    # Azure's first chunk has ``created: 0``; a usage chunk may lack them: never erased.
+    assert sf.fold([top_level_stream()], provider="openai").metadata == TOP
+    assert sf.fold([BASIC], provider="openai").metadata == {}
+
+
+def test_moderation_chunk_is_in_the_message_metadata() -> None:
+    # Moderated completions: the moderation results come on a chunk of their own.
+    results = {"type": "moderation_results", "model": "omni-moderation-latest", "results": []}
+    moderation = {"input": results, "output": results}
+    message = sf.fold([top_level_stream(moderation=moderation)], provider="openai")
+    assert message.metadata["moderation"] == moderation
+    assert message.to_request() == {"role": "assistant", "content": "Hi"}
+
+
+def test_azure_prompt_filter_results_are_in_the_message_metadata() -> None:
+    verdict = [{"prompt_index": 0, "content_filter_results": {"hate": {"filtered": False}}}]
+    azure = {"choices": [], "created": 0, "id": "", "model": "", "object": ""}
+    stream = sse(
+        {**azure, "prompt_filter_results": verdict},
+        chunk(choice(content="hi"), created=1774963235),
+        chunk(choice(finish="stop"), created=1774963235),
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider="openai")
+    assert message.metadata == {"prompt_filter_results": verdict, "created": 1774963235}
+
+
 #: Groq's usage as its older streams send it (in ``x_groq`` of the finishing chunk), with the
 #: timings Groq adds to the OpenAI counters.
 GROQ_USAGE = {

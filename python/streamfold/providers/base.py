@@ -176,14 +176,22 @@ class Finishing(Protocol):
     closed: bool
 
 
-def end_finished(choices: Mapping[int, Finishing], frame: Any, out: list[Event]) -> None:
+def end_finished(
+    choices: Mapping[int, Finishing],
+    frame: Any,
+    out: list[Event],
+    *,
+    metadata: dict[str, Any] | None = None,
+) -> None:
     """``MessageEnd`` for every choice that got its finish reason and has none yet, in choice
     order, with ``frame`` as its ``raw`` (``None``: the frame of its finish reason).
 
     For a provider whose choices (OpenAI ``n>1``, Gemini candidates) finish one by one in a
     stream that ends later: a choice's finish does not end the stream, since another choice
     may start after it (a fold ended there would read complete, then incomplete). The finish
-    is announced where it arrives (``MessageDelta``) and the messages end with the stream."""
+    is announced where it arrives (``MessageDelta``) and the messages end with the stream.
+    ``metadata`` (the stream's own, e.g. Chat Completions ``system_fingerprint``) goes on each
+    ``MessageEnd``."""
     for index in sorted(choices):
         state = choices[index]
         finish = state.finish
@@ -194,6 +202,7 @@ def end_finished(choices: Mapping[int, Finishing], frame: Any, out: list[Event])
                     finish_reason=finish[0],
                     raw_finish_reason=finish[1],
                     choice=index,
+                    metadata=dict(metadata) if metadata else None,
                     raw=frame if frame is not None else finish[2],
                 )
             )

@@ -48,7 +48,10 @@ How each part maps to events:
   Azure's first chunk also has ``choices: []`` but no usage: it makes no event;
 * a top-level ``error`` in a data payload (OpenAI, OpenRouter) or an ``event: error`` frame
   (Groq) -> ``StreamError`` after the usage of the same chunk;
-* ``[DONE]`` is ordinary data, recognised only when it fails to parse as JSON.
+* ``[DONE]`` is ordinary data, recognised only when it fails to parse as JSON;
+* top-level ``created``, ``system_fingerprint``, ``service_tier``, ``moderation`` and Azure's
+  ``prompt_filter_results`` (``CHUNK_METADATA``) -> ``metadata`` of the ``MessageStart`` (as
+  far as they came) and ``MessageEnd`` (their latest non-empty values).
 
 Mistral differs (``Mistral``): a tool call arrives whole in one delta, often without ``index``
 (the SDK defaults it to 0), so every entry that carries an ``id`` is a new call; its
@@ -116,6 +119,21 @@ MISTRAL_FINISH_REASONS: dict[str, FinishReason] = {
     "tool_calls": "tool_calls",
     "error": "error",
 }
+
+#: Top-level chunk fields kept in ``Message.metadata`` (the latest non-empty value), as the
+#: SDK's final ``ChatCompletion`` has them (openai-python ``ChatCompletionChunk``): ``created``
+#: (Unix seconds), ``system_fingerprint`` (the backend configuration, for determinism with
+#: ``seed``), ``service_tier`` (the tier that served the request), ``moderation`` (moderated
+#: completions: ``{input, output}`` results, on their own chunk); and Azure's
+#: ``prompt_filter_results`` (its content filter's verdict on the prompt, on a first chunk
+#: with ``choices: []``). Azure's first chunk has ``created: 0``: empty values are skipped.
+CHUNK_METADATA = (
+    "created",
+    "system_fingerprint",
+    "service_tier",
+    "moderation",
+    "prompt_filter_results",
+)
 
 #: ``delta`` keys that carry text, in the order they are read, and the block kind they feed.
 #: ``reasoning`` (Groq, OpenRouter) and ``reasoning_content`` (DeepSeek, vLLM) are
@@ -318,6 +336,8 @@ class OpenAIChat(Provider):
         self._spares: list[ChunkTemplate] = []
         #: Templates learned; a stream whose chunks never repeat stops trying after 64.
         self._misses = 0
+        #: The chunks' ``CHUNK_METADATA`` so far, for ``MessageStart`` / ``MessageEnd``.
+        self._metadata: dict[str, Any] = {}
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -392,6 +412,11 @@ class OpenAIChat(Provider):
             self.violation("data after [DONE]", out, event=frame.event, raw=frame)
         if chunk.__class__ is not dict:
             raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
+        metadata = self._metadata
+        for key in CHUNK_METADATA:
+            value = chunk.get(key)
+            if value and metadata.get(key) != value:
+                metadata[key] = value
         if frame.event == "error" or chunk.get("error"):
             self._error(chunk, frame, out)
         choices = chunk.get("choices")
@@ -605,7 +630,7 @@ class OpenAIChat(Provider):
         starts, then complete again, and its usage would come after its end. So the
         ``finish_reason`` chunk ends the choice's blocks and announces the finish
         (``MessageDelta``); the message ends with the stream."""
-        end_finished(self._choices, frame, out)
+        end_finished(self._choices, frame, out, metadata=self._metadata)
 
     # -- message, blocks ---------------------------------------------------------------------
 
@@ -623,6 +648,7 @@ class OpenAIChat(Provider):
                 id=chunk.get("id") or None,
                 model=chunk.get("model") or None,
                 choice=index,
+                metadata=dict(self._metadata) or None,
                 raw=frame,
             )
         )
