@@ -8,7 +8,7 @@ places, go to ``sf.fold``. Compared: text, refusal, reasoning (Anthropic: its si
 tool calls (id, name, parsed arguments), the legacy ``function_call``, logprob tokens,
 citations and annotations, audio, blocks kept as received, the container, the stop sequence
 and a refusal's stop details, Chat Completions' created, system_fingerprint, service_tier and
-moderation, message phases,
+moderation, Responses' created_at, completed_at and service_tier, message phases,
 the raw finish / stop reason, the raw usage, id and model; per choice for ``n>1``.
 
 Inputs: every capture of those providers in ``../shared/captures``, and generated valid
@@ -323,6 +323,7 @@ def responses_from_sdk(response: Any) -> dict[str, Any]:
         "phases": phases,
         "citations": cited,
         "finish": details.reason if details else response.status,
+        "top": (response.created_at, response.completed_at, response.service_tier),
     }
 
 
@@ -338,6 +339,9 @@ def responses_from_sf(message: Message) -> dict[str, Any]:
         "phases": [i.get("phase") for i in message.to_request() if i["type"] == "message"],
         "citations": [c.raw for c in message.citations],
         "finish": message.raw_finish_reason,
+        "top": tuple(
+            message.metadata.get(k) for k in ("created_at", "completed_at", "service_tier")
+        ),
     }
 
 
@@ -848,6 +852,9 @@ def responses_streams(draw: st.DrawFn) -> bytes:
     }
     status = draw(st.sampled_from(["completed", "incomplete"]))
     final = {**response, "status": status, "output": output, "usage": usage}
+    final["service_tier"] = draw(st.sampled_from([None, "default", "flex"]))
+    if status == "completed":
+        final["completed_at"] = draw(st.integers(1, 2**31))
     if status == "incomplete":
         final["incomplete_details"] = {
             "reason": draw(st.sampled_from(["max_output_tokens", "content_filter"]))

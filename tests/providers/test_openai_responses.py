@@ -206,6 +206,44 @@ def test_incomplete_content_filter() -> None:
     assert run(stream, P).of(MessageEnd)[0].finish_reason == "content_filter"
 
 
+#: A value for each ``RESPONSE_METADATA`` field, as the final response sends it.
+RESPONSE_FIELDS: dict[str, Any] = {
+    "created_at": 1764500140,
+    "completed_at": 1764500142,
+    "service_tier": "default",
+    "conversation": {"id": "conv_1"},
+    "moderation": {"input": {"type": "error", "code": "x", "message": "y"}, "output": None},
+    "tool_usage": {"web_search": {"num_requests": 2}},
+    "prompt_cache_diagnostics": {"type": "cache_hit", "comparison_reusable_tokens": 9},
+}
+
+
+@pytest.mark.parametrize("key", sorted(RESPONSE_FIELDS))
+def test_final_response_fields_are_in_the_message_metadata(key: str) -> None:
+    # As the SDK's final Response has them; the request's settings it echoes are not kept.
+    stream = text_stream(Seq(), "Hi", **{key: RESPONSE_FIELDS[key]}, temperature=1.0)
+    message = sf.fold([stream], provider=P)
+    assert message.metadata == {key: RESPONSE_FIELDS[key]}
+    assert message.to_request() == sf.fold([text_stream(Seq(), "Hi")], provider=P).to_request()
+
+
+def test_created_response_fields_are_kept_and_the_final_ones_replace_them() -> None:
+    # response.created echoes the requested tier ("auto"); the final response names the one
+    # that served it. A stream cut after response.created keeps what it said.
+    e = Seq()
+    created = e("response.created", response=response(created_at=7, service_tier="auto"))
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([sse(created)], provider=P)
+    assert info.value.partial is not None
+    assert info.value.partial.metadata == {"created_at": 7, "service_tier": "auto"}
+    stream = sse(
+        created,
+        e("response.completed", response=response("completed", service_tier="default")),
+    )
+    message = sf.fold([stream], provider=P)
+    assert message.metadata == {"created_at": 7, "service_tier": "default"}
+
+
 def test_function_call_uses_call_id_and_keeps_the_item_id() -> None:
     e = Seq(numbered=False)
     item = {

@@ -51,6 +51,11 @@ annotation is the source. The stream ends with exactly one of ``response.complet
 ``length``, ``content_filter``) or ``response.failed`` (``StreamError`` with
 ``response.error``); usage comes only there. The ``error`` event raises ``StreamError`` in both
 shapes: the documented flat ``{code, message}`` and the real nested ``{error: {...}}``.
+The response's own fields that the SDK's final ``Response`` has and the answer does not
+(``RESPONSE_METADATA``: ``created_at``, ``completed_at``, ``service_tier``, ``conversation``,
+``moderation``, ``tool_usage``, ``prompt_cache_diagnostics``) are ``metadata`` of the
+``MessageStart`` (``response.created``) and the ``MessageEnd`` (the final response, whose
+``service_tier`` is the tier that served it where ``response.created`` echoes the request's).
 
 Speed: the deltas of one block are read by string comparison once a few of them have been
 parsed (``_chunk_template.NumberedTemplate``: they differ in their text, ``sequence_number``
@@ -86,6 +91,28 @@ __all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
 #: ``response.incomplete`` ``incomplete_details.reason`` -> normalized finish reason. Source:
 #: openai-python ``types/responses/response.py`` (``IncompleteDetails.reason:
 #: Literal["max_output_tokens", "content_filter"]``). ``response.completed`` is ``stop``.
+#: Fields of the ``response`` object kept in ``Message.metadata`` (openai-python
+#: ``types/responses/response.py``): when it was created and completed (Unix seconds), the
+#: ``service_tier`` that served it, the ``conversation`` (``{id}``) it was added to, the
+#: ``moderation`` results of moderated completions, the hosted tools' ``tool_usage`` and the
+#: ``prompt_cache_diagnostics`` asked for. The request's settings it echoes are left out.
+RESPONSE_METADATA = (
+    "created_at",
+    "completed_at",
+    "service_tier",
+    "conversation",
+    "moderation",
+    "tool_usage",
+    "prompt_cache_diagnostics",
+)
+
+
+def _response_metadata(response: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``RESPONSE_METADATA`` the response has non-null, or ``None``."""
+    found = {key: response[key] for key in RESPONSE_METADATA if response.get(key) is not None}
+    return found or None
+
+
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
     "content_filter": "content_filter",
@@ -391,7 +418,14 @@ class OpenAIResponses(Provider):
         self._started = True
         if response.__class__ is not dict:
             response = {}
-        out.append(MessageStart(id=response.get("id"), model=response.get("model"), raw=frame))
+        out.append(
+            MessageStart(
+                id=response.get("id"),
+                model=response.get("model"),
+                metadata=_response_metadata(response),
+                raw=frame,
+            )
+        )
 
     def _created(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if self._started:
@@ -420,7 +454,14 @@ class OpenAIResponses(Provider):
             blocks = ", ".join(f"{i} ({kind})" for i, kind in sorted(self._open.items()))
             self.violation(f"blocks never closed: {blocks}", out, event=p["type"], raw=frame)
         self.terminal_seen = True
-        out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=frame))
+        out.append(
+            MessageEnd(
+                finish_reason=reason,
+                raw_finish_reason=raw_reason,
+                metadata=_response_metadata(response),
+                raw=frame,
+            )
+        )
 
     def finish(self, out: list[Event]) -> None:
         # End of input without the terminal event: the held reasoning text joins the partial
