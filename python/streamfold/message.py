@@ -195,7 +195,8 @@ class Message(_ChoicesSlot):
     #: (Onecortex ``durationMs``, Clouisle ``elapsed_ms``), Anthropic's code execution
     #: ``container`` (its id goes in the next request), ``stop_sequence`` and ``stop_details``;
     #: Chat Completions ``created``, ``system_fingerprint``, ``service_tier``, ``moderation``;
-    #: the Responses API's ``created_at``, ``service_tier``, ``tool_usage``… (docs/fold.md).
+    #: the Responses API's ``created_at``, ``service_tier``, ``tool_usage``…; Gemini
+    #: ``promptFeedback`` (docs/fold.md).
     #: Keys absent from the stream are absent here; a later value replaces an earlier one.
     metadata: dict[str, Any] = field(default_factory=dict)
     #: Notices from the stream (context compression, output truncated, iteration cap).

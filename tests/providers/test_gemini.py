@@ -653,6 +653,40 @@ def test_prompt_blocked_before_any_candidate() -> None:
     assert len(result.of(MessageStart)) == 1
 
 
+def test_blocked_prompt_feedback_is_in_the_message_metadata() -> None:
+    # A blocked prompt's promptFeedback says why (blockReasonMessage) and how it was rated.
+    feedback = {
+        "blockReason": "PROHIBITED_CONTENT",
+        "blockReasonMessage": "The prompt was blocked.",
+        "safetyRatings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "LOW"}],
+    }
+    message = sf.fold([gsse({"promptFeedback": feedback})], provider="gemini")
+    assert (message.finish_reason, message.raw_finish_reason) == (
+        "content_filter",
+        "PROHIBITED_CONTENT",
+    )
+    assert message.metadata == {"promptFeedback": feedback}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("promptFeedback", {"safetyRatings": [{"category": "X", "probability": "NEGLIGIBLE"}]}),
+        ("createTime", "2026-11-30T23:00:00.123456Z"),  # Vertex AI
+    ],
+)
+def test_top_level_response_fields_are_in_the_message_metadata(key: str, value: Any) -> None:
+    # On the first chunk only (as Gemini sends promptFeedback): kept to the end, also when the
+    # stream is cut after it.
+    first = {**chunk({"text": "Hi"}), key: value}
+    message = sf.fold([gsse(first, chunk({"text": "!"}, finish="STOP"))], provider="gemini")
+    assert message.metadata == {key: value}
+    assert message.to_request() == {"role": "model", "parts": [{"text": "Hi!"}]}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([gsse(first)], provider="gemini")
+    assert info.value.partial is not None and info.value.partial.metadata == {key: value}
+
+
 def test_recitation_citations() -> None:
     cited = {"startIndex": 0, "endIndex": 5, "uri": "https://x"}
     stream = gsse(

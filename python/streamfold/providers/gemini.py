@@ -55,6 +55,10 @@ last (``UsageUpdate``), never summed. ``Usage.input_tokens`` = prompt + tool-use
 ``output_tokens`` = candidates + thoughts (as OpenAI counts reasoning in its output),
 ``reasoning_tokens`` = thoughts, ``cached_tokens`` = cached content; ``total_tokens`` as sent.
 A ``{"error": {...}}`` chunk raises ``StreamError``.
+
+``promptFeedback`` (the prompt's ``safetyRatings``; for a blocked prompt its ``blockReason``
+and ``blockReasonMessage``) and Vertex AI's ``createTime`` (``CHUNK_METADATA``) are
+``metadata`` of the ``MessageStart`` (as far as they came) and ``MessageEnd`` (the latest).
 """
 
 from __future__ import annotations
@@ -91,6 +95,13 @@ __all__ = ["FINISH_REASONS", "Gemini", "usage_from_gemini"]
 #: ``packages/google/src/map-google-generative-ai-finish-reason.ts`` (safety-like reasons ->
 #: content filter, ``MALFORMED_FUNCTION_CALL`` -> error). Gemini has no tool-call reason: calls
 #: end with ``STOP``.
+#: Top-level ``GenerateContentResponse`` fields kept in ``Message.metadata`` under their own
+#: names (the latest non-empty value), beside ``responseId`` (``id``), ``modelVersion``
+#: (``model``) and ``usageMetadata`` (``Usage.raw``): ``promptFeedback`` (the prompt's
+#: ``safetyRatings``; a blocked prompt's ``blockReason`` and ``blockReasonMessage``) and
+#: Vertex AI's ``createTime``.
+CHUNK_METADATA = ("promptFeedback", "createTime")
+
 FINISH_REASONS: dict[str, FinishReason] = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
@@ -224,6 +235,8 @@ class Gemini(Provider):
         self._candidates: dict[int, _Candidate] = {}
         self._next_block = 0
         self._usage: Any = None
+        #: The chunks' ``CHUNK_METADATA`` so far, for ``MessageStart`` / ``MessageEnd``.
+        self._metadata: dict[str, Any] = {}
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -231,6 +244,11 @@ class Gemini(Provider):
         chunk = self.json_object(frame, blank_is_keepalive=True)
         if chunk is None:
             return
+        metadata = self._metadata
+        for key in CHUNK_METADATA:
+            value = chunk.get(key)
+            if value and metadata.get(key) != value:
+                metadata[key] = value
         if "error" in chunk:
             self._error(chunk["error"], frame, out)
         try:
@@ -280,6 +298,7 @@ class Gemini(Provider):
                     model=chunk.get("modelVersion"),
                     role="assistant",
                     choice=index,
+                    metadata=dict(self._metadata) or None,
                     raw=frame,
                 )
             )
@@ -594,7 +613,7 @@ class Gemini(Provider):
         complete, then incomplete when that candidate starts. So the ``finishReason`` ends
         the candidate's blocks and announces its finish (``MessageDelta``); the message ends
         with the stream."""
-        end_finished(self._candidates, frame, out)
+        end_finished(self._candidates, frame, out, metadata=self._metadata)
 
     # -- grounding --------------------------------------------------------------------------
 
@@ -696,7 +715,12 @@ class Gemini(Provider):
         state = _Candidate(0)
         self._candidates[0] = state
         out.append(
-            MessageStart(id=chunk.get("responseId"), model=chunk.get("modelVersion"), raw=frame)
+            MessageStart(
+                id=chunk.get("responseId"),
+                model=chunk.get("modelVersion"),
+                metadata=dict(self._metadata) or None,
+                raw=frame,
+            )
         )
         state.ended = state.closed = True
         self.terminal_seen = True
@@ -705,6 +729,7 @@ class Gemini(Provider):
                 finish_reason="content_filter",
                 raw_finish_reason=str(reason),
                 data=chunk.get("promptFeedback"),
+                metadata=dict(self._metadata) or None,
                 raw=frame,
             )
         )
