@@ -113,6 +113,19 @@ def test_seed_text_stream() -> None:
     assert names.index("UsageUpdate") < names.index("MessageEnd")
 
 
+def test_created_is_in_the_message_metadata_and_the_padding_is_not() -> None:
+    # Mistral's chunks carry ``created`` (as the SDK's CompletionChunk) and a padding field
+    # ``p`` (as captured in mistral/text_basic), which is noise.
+    head = {"id": "m1", "object": "chat.completion.chunk", "created": 1757759492, "model": "m"}
+    stream = sse(
+        {**head, "choices": [{"index": 0, "delta": {"content": "Hi"}}], "p": "abcdef"},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        "[DONE]",
+    )
+    message = sf.fold([stream], provider="mistral")
+    assert (message.text, message.metadata) == ("Hi", {"created": 1757759492})
+
+
 def test_seed_tool_call_in_fragments() -> None:
     result = run(SEED_TOOL, "mistral")
     assert result.error is None and result.warnings == []
