@@ -130,6 +130,19 @@ CONNECTOR = jsonl(
 STREAMS = {"grounded": GROUNDED, "tools": TOOLS, "error": ERROR, "connector": CONNECTOR}
 
 
+def test_response_id_is_in_the_message_metadata() -> None:
+    # stream-end.response.response_id names the response (the message id is the
+    # generation_id of stream-start, as before).
+    stream = jsonl(
+        START,
+        ev("text-generation", text="Hi"),
+        stream_end(text="Hi", generation_id="gen-1", response_id="resp-9"),
+    )
+    message = sf.fold([stream], provider=P)
+    assert (message.id, message.metadata) == ("gen-1", {"response_id": "resp-9"})
+    assert message.to_request() == {"role": "CHATBOT", "message": "Hi"}
+
+
 def test_grounded_answer() -> None:
     result = run(GROUNDED, P, strict=True)
     assert result.error is None

@@ -32,7 +32,8 @@ that skipped the intermediate events still folds to the whole answer.
 
 Citations: ``start``/``end`` are character offsets into the reply text, end-exclusive in the
 real stream (WIRE_FORMATS.md §2, §8.13); ``sources`` are the ``document_ids``. The message id
-is the ``generation_id`` of ``stream-start`` (``response_id`` stays in the raw ``stream-end``).
+is the ``generation_id`` of ``stream-start``; the ``response_id`` of ``stream-end.response`` is
+``metadata["response_id"]`` of the ``MessageEnd``.
 Usage comes from ``response.meta`` (``tokens``; ``billed_units`` kept in ``Usage.raw``).
 """
 
@@ -367,7 +368,15 @@ class CohereV1(Provider):
                 retryable_without_duplicate=self._next_block == 0,
             )
         reason = FINISH_REASONS.get(raw_reason, "other") if raw_reason is not None else None
-        out.append(MessageEnd(finish_reason=reason, raw_finish_reason=raw_reason, raw=p))
+        response_id = response.get("response_id")
+        out.append(
+            MessageEnd(
+                finish_reason=reason,
+                raw_finish_reason=raw_reason,
+                metadata={"response_id": response_id} if response_id else None,
+                raw=p,
+            )
+        )
 
     def _complete_from_response(self, response: Any, p: dict[str, Any], out: list[Event]) -> None:
         """Check the streamed answer against ``response``; add what the stream left out."""
