@@ -220,6 +220,10 @@ class MessageDelta(Event):
     choice: int = 0
     #: The provider's delta as sent (Anthropic ``stop_reason``, ``stop_sequence``…).
     data: Any = None
+    #: What the delta says about the message rather than the reply (Anthropic
+    #: ``stop_sequence``, ``stop_details``, ``container``), for ``Message.metadata``, so that a
+    #: stream cut before the terminal event keeps it with the finish; ``None`` when nothing.
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1086,6 +1086,8 @@ class Folder:
         c.finish = ev.finish_reason
         c.raw_finish = ev.raw_finish_reason
         c.changed = True
+        if ev.metadata:
+            self._keep_metadata(ev.metadata)
 
     def _on_message_end(self, ev: MessageEnd) -> None:
         c = self._choice(ev.choice)

@@ -530,6 +530,19 @@ def test_stop_sequence_that_fired_is_in_the_message_metadata() -> None:
     }
 
 
+def test_a_stream_cut_after_message_delta_keeps_its_stop_sequence_and_container() -> None:
+    # The partial message keeps the finish message_delta announced (MessageDelta), and with it
+    # what the same delta said: the stop sequence, the container whose id the retry needs.
+    container = {"id": "container_011", "expires_at": "2026-12-01T00:00:00Z"}
+    delta = {"stop_reason": "stop_sequence", "stop_sequence": "END", "container": container}
+    stream = sse(START, *text_block(0, "1, 2"), ev("message_delta", delta=delta, usage={}))
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([stream], provider="anthropic")
+    partial = info.value.partial
+    assert partial is not None and partial.raw_finish_reason == "stop_sequence"
+    assert partial.metadata == {"stop_sequence": "END", "container": container}
+
+
 def test_refusal_stop_details_are_in_the_message_metadata() -> None:
     # A refusal's message_delta.delta.stop_details (its category and explanation), as the
     # SDK's message.stop_details.

@@ -52,7 +52,8 @@ prompt token: ``input_tokens`` plus cache creation and cache reads (the latter a
 ``message_stop`` is the terminal event: ``MessageEnd`` with that ``stop_reason``. A code
 execution ``container``, the ``stop_sequence`` that fired and a refusal's ``stop_details``
 (``message_start.message`` or ``message_delta.delta``, when not null) are that key of the
-``MessageStart`` / ``MessageEnd`` ``metadata`` (``METADATA_KEYS``).
+``MessageStart`` / ``MessageDelta`` / ``MessageEnd`` ``metadata`` (``METADATA_KEYS``): a
+stream cut after ``message_delta`` keeps them with its finish.
 
 Speed: ``content_block_delta`` payloads of one block are read by string comparison once one of
 them has been parsed (``_chunk_template``), with the same result.
@@ -392,6 +393,7 @@ class Anthropic(Provider):
                     finish_reason=STOP_REASONS.get(raw_reason, "other"),
                     raw_finish_reason=raw_reason,
                     data=self._stop,
+                    metadata=_metadata(self._stop),
                     raw=frame,
                 )
             )
