@@ -18,8 +18,6 @@ lists the message of every choice in choice order.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any
 
 from .errors import ProtocolError, StreamfoldError
 from .events import Event
@@ -103,11 +101,13 @@ class _Runner:
     change where text goes, so each batch of events drops the provider's appender first.
     """
 
-    __slots__ = ("_dispatch", "_provider", "_resolve")
+    __slots__ = ("_dispatch", "_folder", "_provider", "_resolve")
 
     def __init__(self, folder: Folder, provider: Provider) -> None:
-        self._dispatch = folder.dispatch
-        self._resolve: Callable[[type], Callable[[Any], None]] = folder.handler_for
+        self._folder = folder
+        # The class's table of handler functions: nothing is bound per fold.
+        self._dispatch = folder._handlers
+        self._resolve = folder._function_for
         self._provider = provider
         provider.text_sink = folder.text_appender
         provider.text_flush = self.flush
@@ -123,12 +123,13 @@ class _Runner:
             return
         self._provider.text_direct = None
         dispatch = self._dispatch
+        folder = self._folder
         for event in events:
             try:
                 handler = dispatch[event.__class__]
             except KeyError:
                 handler = self._resolve(event.__class__)
-            handler(event)
+            handler(folder, event)
 
 
 def _failure(

@@ -27,7 +27,8 @@ import json
 from bisect import insort
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from types import MethodType
+from typing import Any, ClassVar
 
 from ._core import JsonAccumulator, _has_split_pair
 from .errors import (
@@ -544,6 +545,9 @@ class Folder:
         "strict",
     )
 
+    #: Event class -> handler (the function, called with the folder): one table per class.
+    _handlers: ClassVar[dict[type, Callable[[Any, Any], None]]]
+
     def __init__(self, provider: str = "", *, strict: bool = False) -> None:
         if provider:
             check_provider_name(provider)
@@ -572,47 +576,45 @@ class Folder:
         self._run_changed = True
         self._run_view: _RunView | None = None
         self._snap: list[Message] | None = None
-        self._dispatch: dict[type, Callable[[Any], None]] = {
-            BlockDelta: self._on_delta,
-            BlockStart: self._on_block_start,
-            BlockEnd: self._on_block_end,
-            SignatureDelta: self._on_signature,
-            CitationAdded: self._on_citation,
-            UsageUpdate: self._on_usage,
-            MessageStart: self._on_message_start,
-            MessageDelta: self._on_message_delta,
-            MessageEnd: self._on_message_end,
-            StepStart: self._on_step_start,
-            StepEnd: self._on_step_end,
-            ToolResultAdded: self._on_tool_result,
-            SourcesAdded: self._on_sources,
-            MediaAdded: self._on_media,
-            RunStatus: self._on_run_status,
-            Notice: self._on_notice,
-            Unknown: self._ignore,
-        }
+        #: Bound handlers, made only when ``dispatch`` is asked for.
+        self._dispatch: dict[type, Callable[[Any], None]] | None = None
 
     # -- feeding ------------------------------------------------------------------------------
 
     def add(self, event: Event) -> None:
         """Fold one event in."""
         try:
-            handler = self._dispatch[event.__class__]
+            handler = self._handlers[event.__class__]
         except KeyError:
-            handler = self.handler_for(event.__class__)
-        handler(event)
+            handler = self._function_for(event.__class__)
+        handler(self, event)
 
     def handler_for(self, cls: type) -> Callable[[Any], None]:
         """The handler of an event class (a subclass gets its base's); unknown classes are
         ignored, like ``Unknown`` events."""
-        for base in cls.__mro__:
-            handler = self._dispatch.get(base)
+        handler: Callable[[Any], None] = MethodType(self._function_for(cls), self)
+        if self._dispatch is not None:
+            self._dispatch[cls] = handler
+        return handler
+
+    @classmethod
+    def _function_for(cls, event_class: type) -> Callable[[Any, Any], None]:
+        """The (unbound) handler of an event class, kept in the class's table: the table is
+        made once per class, not per fold (a stream of a few frames would spend more on
+        binding every handler than on folding)."""
+        table = cls._handlers
+        for base in event_class.__mro__:
+            handler = table.get(base)
             if handler is not None:
                 break
         else:
-            handler = self._ignore
-        self._dispatch[cls] = handler
+            handler = table[Unknown]
+        table[event_class] = handler
         return handler
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._handlers = _handler_table(cls)
 
     def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
         """A direct ``append`` for the text of block ``index`` of ``choice``: calling it is
@@ -632,7 +634,13 @@ class Folder:
     @property
     def dispatch(self) -> dict[type, Callable[[Any], None]]:
         """Event class -> bound handler, for loops that inline :meth:`add`."""
-        return self._dispatch
+        bound = self._dispatch
+        if bound is None:
+            bound = self._dispatch = {
+                event_class: MethodType(handler, self)
+                for event_class, handler in self._handlers.items()
+            }
+        return bound
 
     # -- results ------------------------------------------------------------------------------
 
@@ -1242,6 +1250,36 @@ class Folder:
 
     def _ignore(self, ev: Event) -> None:
         pass
+
+
+#: Event class -> the name of its ``Folder`` handler.
+_HANDLER_NAMES: dict[type, str] = {
+    BlockDelta: "_on_delta",
+    BlockStart: "_on_block_start",
+    BlockEnd: "_on_block_end",
+    SignatureDelta: "_on_signature",
+    CitationAdded: "_on_citation",
+    UsageUpdate: "_on_usage",
+    MessageStart: "_on_message_start",
+    MessageDelta: "_on_message_delta",
+    MessageEnd: "_on_message_end",
+    StepStart: "_on_step_start",
+    StepEnd: "_on_step_end",
+    ToolResultAdded: "_on_tool_result",
+    SourcesAdded: "_on_sources",
+    MediaAdded: "_on_media",
+    RunStatus: "_on_run_status",
+    Notice: "_on_notice",
+    Unknown: "_ignore",
+}
+
+
+def _handler_table(cls: type[Folder]) -> dict[type, Callable[[Any, Any], None]]:
+    """``cls``'s handlers by event class (a subclass's overrides included)."""
+    return {event_class: getattr(cls, name) for event_class, name in _HANDLER_NAMES.items()}
+
+
+Folder._handlers = _handler_table(Folder)
 
 
 def _same_query(a: Any, b: Any) -> bool:

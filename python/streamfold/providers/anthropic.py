@@ -130,7 +130,7 @@ _CALL_EXTRAS = ("caller", "toolset_name")
 #: Usage counters ``message_delta`` may update.
 _COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
-_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+_Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
 def _int(value: Any) -> int | None:
@@ -194,6 +194,9 @@ class Anthropic(Provider):
 
     name: ClassVar[str] = "anthropic"
 
+    #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
+    _ON: ClassVar[dict[str, _Handler]]
+
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._started = False
@@ -215,16 +218,6 @@ class Anthropic(Provider):
         self._parsed_block: Any = None
         self._parsed_run = 0
         self._stop: dict[str, Any] = {}
-        self._on: dict[str, _Handler] = {
-            "message_start": self._message_start,
-            "content_block_start": self._block_start,
-            "content_block_delta": self._block_delta,
-            "content_block_stop": self._block_stop,
-            "message_delta": self._message_delta,
-            "message_stop": self._message_stop,
-            "ping": self._ping,
-            "error": self._error,
-        }
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -314,7 +307,7 @@ class Anthropic(Provider):
                         else:
                             self._parsed_block, self._parsed_run = index, 1
                     return
-        handler = self._on.get(event)
+        handler = self._ON.get(event)
         if handler is None:
             out.append(Unknown(event_type=event, raw=frame))
             return
@@ -322,7 +315,7 @@ class Anthropic(Provider):
             self.violation("event after message_stop", out, event=event, raw=frame)
             return
         try:
-            handler(payload, frame, out)
+            handler(self, payload, frame, out)
         except (AttributeError, TypeError, KeyError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event, raw=frame
@@ -587,3 +580,16 @@ class Anthropic(Provider):
         payload = self._payloads.pop(index, None)
         data = payload if index in self._updated else None
         out.append(BlockEnd(index=index, kind=kind, data=data, raw=frame))
+
+
+#: Event type -> handler (the function, called with the provider): made once, not per stream.
+Anthropic._ON = {
+    "message_start": Anthropic._message_start,
+    "content_block_start": Anthropic._block_start,
+    "content_block_delta": Anthropic._block_delta,
+    "content_block_stop": Anthropic._block_stop,
+    "message_delta": Anthropic._message_delta,
+    "message_stop": Anthropic._message_stop,
+    "ping": Anthropic._ping,
+    "error": Anthropic._error,
+}

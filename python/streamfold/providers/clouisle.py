@@ -86,7 +86,6 @@ outcome, waits for ``run_end``: a stream cut between two rounds is not a short a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -178,7 +177,7 @@ WORKFLOW_EVENTS = frozenset(
     }
 )
 
-_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+_Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
 def _count(value: Any) -> int | None:
@@ -250,6 +249,9 @@ class Clouisle(Provider):
 
     name: ClassVar[str] = "clouisle"
 
+    #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
+    _ON: ClassVar[dict[str, _Handler]]
+
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._started = False
@@ -273,35 +275,6 @@ class Clouisle(Provider):
         self._workflow = False
         #: The workflow node whose tokens the open text block holds.
         self._text_node: Any = None
-        self._on: dict[str, _Handler] = {
-            "message_start": self._message_start,
-            "rag_context": self._rag_context,
-            "reasoning_start": self._reasoning_start,
-            "reasoning_delta": self._reasoning_delta,
-            "reasoning_end": self._reasoning_end,
-            "content_delta": self._content_delta,
-            "tool_call": self._tool_call,
-            "tool_result": self._tool_result,
-            "media_result": self._media_result,
-            "output_truncated": self._output_truncated,
-            "iteration_cap_reached": self._iteration_cap,
-            "message_end": self._message_end,
-            "error": self._error,
-            "run_start": self._run_start,
-            "run_status": self._run_status,
-            "run_end": self._run_end,
-            # workflow streams
-            "workflow_start": self._workflow_start,
-            "node_start": self._node_start,
-            "node_complete": self._node_complete,
-            "node_error": self._node_error,
-            "token": self._token,
-            "chunk": self._token,
-            "workflow_complete": self._workflow_complete,
-            "workflow_error": self._workflow_error,
-        }
-        for kind in (*NOTICES, *WORKFLOW_NOTICES):
-            self._on.setdefault(kind, functools.partial(self._notice, kind))
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -359,7 +332,7 @@ class Clouisle(Provider):
                 # the fold learns of it, so that, like ``terminal_seen``, it ends the message
                 # only at run_end, not at a round's message_end.
                 out.append(self._status(payload, frame, "running", terminal=False))
-        handler = self._on.get(event_type) if event_type.__class__ is str else None
+        handler = self._ON.get(event_type) if event_type.__class__ is str else None
         if self._run_ended:
             self.violation("event after run_end", out, event=event_type, raw=frame)
         elif event_type not in RUN_EVENTS:
@@ -377,7 +350,7 @@ class Clouisle(Provider):
             out.append(Unknown(event_type=event_type, raw=frame))
             return
         try:
-            handler(payload, frame, out)
+            handler(self, payload, frame, out)
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
@@ -803,3 +776,44 @@ class Clouisle(Provider):
             pending_tool_input=p.get("pending_tool_input"),
             raw=frame,
         )
+
+
+def _notice_handler(kind: str) -> _Handler:
+    """The handler of a notice event ``kind`` (``Clouisle._notice`` with its kind)."""
+
+    def handler(self: Clouisle, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        self._notice(kind, p, frame, out)
+
+    return handler
+
+
+#: Event type -> handler (the function, called with the provider): made once, not per stream.
+Clouisle._ON = {
+    "message_start": Clouisle._message_start,
+    "rag_context": Clouisle._rag_context,
+    "reasoning_start": Clouisle._reasoning_start,
+    "reasoning_delta": Clouisle._reasoning_delta,
+    "reasoning_end": Clouisle._reasoning_end,
+    "content_delta": Clouisle._content_delta,
+    "tool_call": Clouisle._tool_call,
+    "tool_result": Clouisle._tool_result,
+    "media_result": Clouisle._media_result,
+    "output_truncated": Clouisle._output_truncated,
+    "iteration_cap_reached": Clouisle._iteration_cap,
+    "message_end": Clouisle._message_end,
+    "error": Clouisle._error,
+    "run_start": Clouisle._run_start,
+    "run_status": Clouisle._run_status,
+    "run_end": Clouisle._run_end,
+    # workflow streams
+    "workflow_start": Clouisle._workflow_start,
+    "node_start": Clouisle._node_start,
+    "node_complete": Clouisle._node_complete,
+    "node_error": Clouisle._node_error,
+    "token": Clouisle._token,
+    "chunk": Clouisle._token,
+    "workflow_complete": Clouisle._workflow_complete,
+    "workflow_error": Clouisle._workflow_error,
+}
+for _kind in (*NOTICES, *WORKFLOW_NOTICES):
+    Clouisle._ON.setdefault(_kind, _notice_handler(_kind))

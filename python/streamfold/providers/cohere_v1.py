@@ -80,7 +80,7 @@ FINISH_REASONS: dict[str, FinishReason] = {
     "USER_CANCEL": "other",
 }
 
-_Handler = Callable[[dict[str, Any], list[Event]], None]
+_Handler = Callable[[Any, dict[str, Any], list[Event]], None]
 
 
 class CohereV1(Provider):
@@ -88,6 +88,9 @@ class CohereV1(Provider):
 
     name: ClassVar[str] = "cohere-v1"
     framing: ClassVar[Framing] = "jsonl"
+
+    #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
+    _ON: ClassVar[dict[str, _Handler]]
 
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
@@ -107,17 +110,6 @@ class CohereV1(Provider):
         self._citations_seen = False
         self._sources_seen = False
         self._queries_seen = False
-        self._on: dict[str, _Handler] = {
-            "stream-start": self._stream_start,
-            "search-queries-generation": self._search_queries,
-            "search-results": self._search_results,
-            "text-generation": self._text_generation,
-            "citation-generation": self._citation_generation,
-            "tool-calls-chunk": self._tool_calls_chunk,
-            "tool-calls-generation": self._tool_calls_generation,
-            "stream-end": self._stream_end,
-            "debug": self._debug,
-        }
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -133,12 +125,12 @@ class CohereV1(Provider):
             self.violation("stream does not begin with stream-start", out, event=event_type)
             self._started = True
             out.append(MessageStart(raw=frame))
-        handler = self._on.get(event_type) if event_type.__class__ is str else None
+        handler = self._ON.get(event_type) if event_type.__class__ is str else None
         if handler is None:
             out.append(Unknown(event_type=event_type, raw=frame))
             return
         try:
-            handler(frame, out)
+            handler(self, frame, out)
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
@@ -412,3 +404,17 @@ class CohereV1(Provider):
 
     def _debug(self, p: dict[str, Any], out: list[Event]) -> None:
         out.append(Notice(kind="debug", data=p.get("prompt"), raw=p))
+
+
+#: Event type -> handler (the function, called with the provider): made once, not per stream.
+CohereV1._ON = {
+    "stream-start": CohereV1._stream_start,
+    "search-queries-generation": CohereV1._search_queries,
+    "search-results": CohereV1._search_results,
+    "text-generation": CohereV1._text_generation,
+    "citation-generation": CohereV1._citation_generation,
+    "tool-calls-chunk": CohereV1._tool_calls_chunk,
+    "tool-calls-generation": CohereV1._tool_calls_generation,
+    "stream-end": CohereV1._stream_end,
+    "debug": CohereV1._debug,
+}

@@ -98,7 +98,7 @@ CITATION_KINDS: dict[str, BlockKind] = {
     "PLAN": "tool_plan",
 }
 
-_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+_Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
 def _count(value: Any) -> int | None:
@@ -137,6 +137,9 @@ class CohereV2(Provider):
 
     name: ClassVar[str] = "cohere-v2"
 
+    #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
+    _ON: ClassVar[dict[str, _Handler]]
+
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._started = False
@@ -150,20 +153,6 @@ class CohereV2(Provider):
         self._plan: int | None = None
         #: Latest block of each kind, for citations without ``content_index``.
         self._latest: dict[BlockKind, int] = {}
-        self._on: dict[str, _Handler] = {
-            "message-start": self._message_start,
-            "content-start": self._content_start,
-            "content-delta": self._content_delta,
-            "content-end": self._content_end,
-            "tool-plan-delta": self._tool_plan_delta,
-            "tool-call-start": self._tool_call_start,
-            "tool-call-delta": self._tool_call_delta,
-            "tool-call-end": self._tool_call_end,
-            "citation-start": self._citation_start,
-            "citation-end": self._citation_end,
-            "message-end": self._message_end,
-            "debug": self._debug,
-        }
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -180,12 +169,12 @@ class CohereV2(Provider):
             self.violation("stream does not begin with message-start", out, event=event_type)
             self._started = True
             out.append(MessageStart(raw=frame))
-        handler = self._on.get(event_type)
+        handler = self._ON.get(event_type)
         if handler is None:
             out.append(Unknown(event_type=event_type, raw=frame))
             return
         try:
-            handler(payload, frame, out)
+            handler(self, payload, frame, out)
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
@@ -364,3 +353,20 @@ class CohereV2(Provider):
 
     def _debug(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         out.append(Notice(kind="debug", data=p.get("prompt"), raw=frame))
+
+
+#: Event type -> handler (the function, called with the provider): made once, not per stream.
+CohereV2._ON = {
+    "message-start": CohereV2._message_start,
+    "content-start": CohereV2._content_start,
+    "content-delta": CohereV2._content_delta,
+    "content-end": CohereV2._content_end,
+    "tool-plan-delta": CohereV2._tool_plan_delta,
+    "tool-call-start": CohereV2._tool_call_start,
+    "tool-call-delta": CohereV2._tool_call_delta,
+    "tool-call-end": CohereV2._tool_call_end,
+    "citation-start": CohereV2._citation_start,
+    "citation-end": CohereV2._citation_end,
+    "message-end": CohereV2._message_end,
+    "debug": CohereV2._debug,
+}

@@ -70,13 +70,16 @@ SESSION_FIELDS = ("sessionId", "versionNumber", "durationMs")
 
 FORMAT_VERSION = 1
 
-_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+_Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
 class Onecortex(Provider):
     """Onecortex run stream -> events."""
 
     name: ClassVar[str] = "onecortex"
+
+    #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
+    _ON: ClassVar[dict[str, _Handler]]
 
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
@@ -93,17 +96,6 @@ class Onecortex(Provider):
         #: Names of the open steps, innermost last.
         self._steps: list[str | None] = []
         self._results = 0
-        self._on: dict[str, _Handler] = {
-            "text": self._text_delta,
-            "tool_call_start": self._tool_call_start,
-            "tool_call_args": self._tool_call_args,
-            "tool_call_end": self._tool_call_end,
-            "tool_result": self._tool_result,
-            "step_start": self._step_start,
-            "step_end": self._step_end,
-            "done": self._done,
-            "error": self._error,
-        }
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -128,12 +120,12 @@ class Onecortex(Provider):
         if not self._started:
             self._started = True
             out.append(MessageStart(raw=frame))
-        handler = self._on.get(event_type) if event_type.__class__ is str else None
+        handler = self._ON.get(event_type) if event_type.__class__ is str else None
         if handler is None:
             out.append(Unknown(event_type=event_type, raw=frame))
             return
         try:
-            handler(payload, frame, out)
+            handler(self, payload, frame, out)
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event_type, raw=frame
@@ -295,3 +287,17 @@ class Onecortex(Provider):
             position=self.position,
             retryable_without_duplicate=self._next_block == 0 and self._results == 0,
         )
+
+
+#: Event type -> handler (the function, called with the provider): made once, not per stream.
+Onecortex._ON = {
+    "text": Onecortex._text_delta,
+    "tool_call_start": Onecortex._tool_call_start,
+    "tool_call_args": Onecortex._tool_call_args,
+    "tool_call_end": Onecortex._tool_call_end,
+    "tool_result": Onecortex._tool_result,
+    "step_start": Onecortex._step_start,
+    "step_end": Onecortex._step_end,
+    "done": Onecortex._done,
+    "error": Onecortex._error,
+}

@@ -203,7 +203,7 @@ PROGRESS_PREFIXES = (
 #: costs the long ones about 2% (callgrind, ``events()`` on the Responses captures).
 LEARN_AFTER = 8
 
-_Handler = Callable[[dict[str, Any], Any, list[Event]], None]
+_Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
 def _int(value: Any) -> int | None:
@@ -297,6 +297,9 @@ class OpenAIResponses(Provider):
 
     name: ClassVar[str] = "openai-responses"
 
+    #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
+    _ON: ClassVar[dict[str, _Handler]]
+
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._started = False
@@ -315,21 +318,6 @@ class OpenAIResponses(Provider):
         #: Parts closed by ``content_part.done`` with no text yet: left open for the text the
         #: item's ``output_item.done`` may still carry, and closed there (or at the end).
         self._empty_done: set[int] = set()
-        self._on: dict[str, _Handler] = {
-            "response.created": self._created,
-            "response.output_item.added": self._item_added,
-            "response.output_item.done": self._item_done,
-            "response.content_part.added": self._part_added,
-            "response.content_part.done": self._part_done,
-            **dict.fromkeys(DONE_TEXT, self._done_text),
-            **dict.fromkeys(REASONING_DONE, self._reasoning_done),
-            "response.reasoning_summary_part.added": self._summary_part_added,
-            "response.output_text.annotation.added": self._annotation,
-            "response.completed": self._completed,
-            "response.incomplete": self._completed,
-            "response.failed": self._failed,
-            "error": self._error,
-        }
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -398,9 +386,9 @@ class OpenAIResponses(Provider):
             if not self._started and event not in ("error", "response.created"):
                 self.violation("stream does not begin with response.created", out, event=event)
                 self._start(payload.get("response"), frame, out)
-            handler = self._on.get(event)
+            handler = self._ON.get(event)
             if handler is not None:
-                handler(payload, frame, out)
+                handler(self, payload, frame, out)
             elif event in SILENT_EVENTS:
                 pass
             elif event.startswith(PROGRESS_PREFIXES):
@@ -968,3 +956,21 @@ class OpenAIResponses(Provider):
             raw=annotation,
         )
         out.append(CitationAdded(citation=citation, raw=frame))
+
+
+#: Event type -> handler (the function, called with the provider): made once, not per stream.
+OpenAIResponses._ON = {
+    "response.created": OpenAIResponses._created,
+    "response.output_item.added": OpenAIResponses._item_added,
+    "response.output_item.done": OpenAIResponses._item_done,
+    "response.content_part.added": OpenAIResponses._part_added,
+    "response.content_part.done": OpenAIResponses._part_done,
+    **dict.fromkeys(DONE_TEXT, OpenAIResponses._done_text),
+    **dict.fromkeys(REASONING_DONE, OpenAIResponses._reasoning_done),
+    "response.reasoning_summary_part.added": OpenAIResponses._summary_part_added,
+    "response.output_text.annotation.added": OpenAIResponses._annotation,
+    "response.completed": OpenAIResponses._completed,
+    "response.incomplete": OpenAIResponses._completed,
+    "response.failed": OpenAIResponses._failed,
+    "error": OpenAIResponses._error,
+}
