@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import gc
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import streamfold as sf
+from streamfold import source
 from streamfold.events import BlockDelta, BlockStart, MessageEnd, MessageStart, Notice
 from streamfold.folder import Folder
 from streamfold.providers import PROVIDER_NAMES, get_provider
@@ -91,3 +93,44 @@ def test_a_folder_subclass_overrides_a_handler() -> None:
         assert folder.result().text == ("HI" if loud else "hi")
         assert folder.result().warnings == ["w"]
     assert Folder._handlers[BlockDelta] is Folder._on_delta  # the base's table is untouched
+
+
+def test_a_list_or_tuple_source_needs_no_context_manager(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A list or tuple is iterated as it is: nothing to check, open or close."""
+
+    def opened(source: Any, provider: str) -> Any:
+        raise AssertionError("a list or tuple went through the general source path")
+
+    monkeypatch.setattr(source, "_opened_chunks", opened)
+    for chunks in ([TINY], (TINY[:100], TINY[100:])):
+        assert sf.fold(chunks, provider="anthropic").text == "Hi"
+        assert [e.type for e in sf.events(chunks, provider="anthropic")][-1] == "message_end"
+
+
+def test_other_sources_still_go_through_the_general_path(tmp_path: Path) -> None:
+    closed: list[bool] = []
+
+    def gen() -> Any:
+        try:
+            yield TINY[:50]
+            yield TINY[50:]
+        finally:
+            closed.append(True)
+
+    assert sf.fold(gen(), provider="anthropic").text == "Hi"
+
+    class Chunks(list[bytes]):
+        pass
+
+    assert sf.fold(Chunks([TINY]), provider="anthropic").text == "Hi"
+    path = tmp_path / "tiny.sse"
+    path.write_bytes(TINY)
+    with path.open("rb") as f:
+        assert sf.fold(f, provider="anthropic").text == "Hi"
+    with pytest.raises(TypeError, match="wrap a whole body"):
+        sf.fold(TINY, provider="anthropic")
+    with pytest.raises(TypeError, match="expected bytes, got str"):
+        sf.fold([TINY.decode()], provider="anthropic")
+    assert closed == [True]
