@@ -6,6 +6,8 @@ behave exactly as the general path does. No timings: each test checks what is ma
 from __future__ import annotations
 
 import gc
+import json
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from streamfold import source
 from streamfold.events import BlockDelta, BlockStart, MessageEnd, MessageStart, Notice
 from streamfold.folder import Folder
 from streamfold.providers import PROVIDER_NAMES, get_provider
+
+STREAMFOLD = str(Path(sf.__file__).parent)
 
 TINY = (
     b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message",'
@@ -130,7 +134,132 @@ def test_other_sources_still_go_through_the_general_path(tmp_path: Path) -> None
     with path.open("rb") as f:
         assert sf.fold(f, provider="anthropic").text == "Hi"
     with pytest.raises(TypeError, match="wrap a whole body"):
-        sf.fold(TINY, provider="anthropic")
+        sf.fold(TINY, provider="anthropic")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="expected bytes, got str"):
-        sf.fold([TINY.decode()], provider="anthropic")
+        sf.fold([TINY.decode()], provider="anthropic")  # type: ignore[list-item]
     assert closed == [True]
+
+
+def _sse(*frames: tuple[str | None, Any]) -> bytes:
+    out = []
+    for name, payload in frames:
+        head = f"event: {name}\n" if name else ""
+        data = payload
+        if name and name.startswith("response.") and isinstance(payload, dict):
+            data = {"type": name, **payload}  # Responses payloads name their type too
+        out.append(f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n")
+    return "".join(out).encode()
+
+
+def _chat(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "c",
+        "model": "g",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+#: One short answer ("Hi") per provider, as a classification or routing call gets.
+SHORT: dict[str, bytes] = {
+    "anthropic": TINY,
+    "openai": _sse(
+        (None, _chat({"role": "assistant", "content": ""})),
+        (None, _chat({"content": "Hi"})),
+        (None, _chat({}, "stop")),
+        (None, "[DONE]"),
+    ),
+    "gemini": _sse(
+        (None, {"candidates": [{"content": {"parts": [{"text": "H"}], "role": "model"}}]}),
+        (
+            None,
+            {
+                "candidates": [
+                    {"content": {"parts": [{"text": "i"}], "role": "model"}, "finishReason": "STOP"}
+                ],
+                "usageMetadata": {"promptTokenCount": 2, "candidatesTokenCount": 2},
+            },
+        ),
+    ),
+    "cohere-v2": _sse(
+        ("message-start", {"id": "m", "delta": {"message": {"role": "assistant"}}}),
+        (
+            "content-start",
+            {"index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}},
+        ),
+        ("content-delta", {"index": 0, "delta": {"message": {"content": {"text": "Hi"}}}}),
+        ("content-end", {"index": 0}),
+        ("message-end", {"delta": {"finish_reason": "COMPLETE"}}),
+    ),
+    "openai-responses": _sse(
+        ("response.created", {"response": {"id": "r", "status": "in_progress", "output": []}}),
+        (
+            "response.output_item.added",
+            {
+                "output_index": 0,
+                "item": {"id": "i", "type": "message", "role": "assistant", "content": []},
+            },
+        ),
+        (
+            "response.content_part.added",
+            {
+                "item_id": "i",
+                "output_index": 0,
+                "content_index": 0,
+                "part": {"type": "output_text", "text": ""},
+            },
+        ),
+        (
+            "response.output_text.delta",
+            {"item_id": "i", "output_index": 0, "content_index": 0, "delta": "Hi"},
+        ),
+        (
+            "response.output_item.done",
+            {
+                "output_index": 0,
+                "item": {
+                    "id": "i",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Hi"}],
+                },
+            },
+        ),
+        ("response.completed", {"response": {"id": "r", "status": "completed", "output": []}}),
+    ),
+    "clouisle": _sse(
+        ("message_start", {"conversation_id": "c", "message_id": "m"}),
+        ("content_delta", {"delta": "Hi"}),
+        ("message_end", {"usage": {"input_tokens": 1, "output_tokens": 1}, "status": "completed"}),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHORT))
+def test_a_short_stream_runs_no_comprehension(name: str) -> None:
+    """A comprehension or generator expression makes a function object (and a generator) at
+    each call: on a stream of a few frames, every one is a cost the whole call pays. The
+    fold and the events of a short answer run none of them."""
+    chunks = [SHORT[name]]
+    sf.fold(chunks, provider=name)  # first use: imports, templates
+    made: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_name.startswith("<")
+            and code.co_filename.startswith(STREAMFOLD)
+        ):
+            made.append(f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_name}")
+
+    sys.setprofile(profile)
+    try:
+        message = sf.fold(chunks, provider=name)
+        events = list(sf.events(chunks, provider=name))
+    finally:
+        sys.setprofile(None)
+    assert made == []
+    assert message.text == "Hi"
+    assert message.finish_reason == "stop"
+    assert message.complete
+    assert events[-1].type == "message_end"

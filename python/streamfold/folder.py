@@ -485,7 +485,11 @@ class _RunView:
 
     def __init__(self, folder: Folder) -> None:
         self.tool_results: list[ToolResult] = list(folder._tool_results)
-        self.steps: list[Step] = [_copy_step(s) for s in folder._steps]
+        # Loops, not comprehensions: a comprehension makes a function object per call.
+        steps: list[Step] = []
+        for step in folder._steps:
+            steps.append(_copy_step(step))
+        self.steps = steps
         self.sources: list[Any] | None = None if folder._sources is None else list(folder._sources)
         self.queries: list[Any] = list(folder._queries)
         self.media: list[Any] = list(folder._media)
@@ -752,7 +756,10 @@ class Folder:
         # One outcome for every choice: a choice's message is not complete while another
         # choice still streams (a live view of choice 0 must not read "done" before the end).
         complete = self.complete
-        messages = [self._message(choices[i], run, complete) for i in sorted(choices)]
+        message = self._message
+        messages: list[Message] = []
+        for i in choices if len(choices) == 1 else sorted(choices):
+            messages.append(message(choices[i], run, complete))
         for m in messages:
             m.choices = messages
         for c in choices.values():
@@ -765,6 +772,10 @@ class Folder:
         blocks: list[Block] = []
         for b in c.order:
             blocks.append(b.snap if b.snap is not None else b.refresh())
+        tool_calls: list[ToolCall] = []
+        for call in c.calls:
+            if call.snap is not None:
+                tool_calls.append(call.snap)
         return Message(
             provider=self.provider,
             id=c.id,
@@ -772,7 +783,7 @@ class Folder:
             role=c.role,
             text=text,
             blocks=blocks,
-            tool_calls=[call.snap for call in c.calls if call.snap is not None],
+            tool_calls=tool_calls,
             tool_plan=tool_plan,
             refusal=refusal,
             reasoning=reasoning,

@@ -325,10 +325,15 @@ class Pipeline:
                 self._add_misread_hint(exc)
             self.pending = exc
         self.frames_seen += len(frames)
-        if self._prefix is not None and (
-            provider.text_direct is not None or any(e.__class__ in _READ for e in out)
-        ):
-            self._prefix = None  # the provider reads this stream: nothing to explain
+        if self._prefix is not None:
+            read = provider.text_direct is not None
+            if not read:
+                for event in out:  # a loop: a generator would be made on every read
+                    if event.__class__ in _READ:
+                        read = True
+                        break
+            if read:
+                self._prefix = None  # the provider reads this stream: nothing to explain
 
     def _framing_error(self, exc: ProtocolError) -> ProtocolError:
         """The decoder's error (an event over the size limit, a JSON line that does not parse)

@@ -143,9 +143,14 @@ def usage_from_anthropic(usage: dict[str, Any]) -> Usage:
     ``input_tokens`` here counts every prompt token (Anthropic's ``input_tokens`` excludes the
     cached ones); ``output_tokens`` already includes thinking.
     """
-    counts = [_int(usage.get(key)) for key in _COUNTERS]
-    known = [count for count in counts if count is not None]
-    input_tokens = sum(known) if known else None
+    # Loops, not comprehensions: a comprehension makes a function object per call.
+    input_tokens: int | None = None
+    counts: list[int | None] = []
+    for key in _COUNTERS:
+        count = _int(usage.get(key))
+        counts.append(count)
+        if count is not None:
+            input_tokens = count if input_tokens is None else input_tokens + count
     output_tokens = _int(usage.get("output_tokens"))
     details = usage.get("output_tokens_details")
     return Usage(
@@ -375,7 +380,9 @@ class Anthropic(Provider):
         if usage.__class__ is dict:
             # Cumulative: non-null values replace those of message_start (the SDK's rule).
             merged = dict(self._usage)
-            merged.update((key, value) for key, value in usage.items() if value is not None)
+            for key, value in usage.items():
+                if value is not None:
+                    merged[key] = value
             self._usage = merged
             out.append(UsageUpdate(usage=usage_from_anthropic(merged), raw=frame))
         raw_reason = delta.get("stop_reason") if delta.__class__ is dict else None

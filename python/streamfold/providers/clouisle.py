@@ -209,8 +209,14 @@ def _error_text(error: Any) -> Any:
 
 def _metadata(p: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
     """The fields of ``keys`` that ``p`` carries (non-null), or ``None`` when there are none."""
-    found = {key: p[key] for key in keys if p.get(key) is not None}
-    return found or None
+    found: dict[str, Any] | None = None
+    for key in keys:  # a loop: a comprehension makes a function object per call
+        value = p.get(key)
+        if value is not None:
+            if found is None:
+                found = {}
+            found[key] = value
+    return found
 
 
 def usage_from(usage: dict[str, Any]) -> Usage:

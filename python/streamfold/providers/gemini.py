@@ -262,8 +262,10 @@ class Gemini(Provider):
             usage = chunk.get("usageMetadata")
             if usage.__class__ is dict and usage != self._usage:
                 self._usage = usage
-                if any(key in usage for key in _COUNTS):
-                    out.append(UsageUpdate(usage=usage_from_gemini(usage), raw=frame))
+                for key in _COUNTS:  # a loop: ``any`` would make a generator per chunk
+                    if key in usage:
+                        out.append(UsageUpdate(usage=usage_from_gemini(usage), raw=frame))
+                        break
             if finished is not None:
                 for state, reason, message in finished:
                     self._finish(state, reason, frame, out, message)
@@ -709,7 +711,13 @@ class Gemini(Provider):
             )
         )
         # The outcome is decided unless a candidate starts later: a cut here is no loss.
-        self.terminal_seen = all(s.ended for s in self._candidates.values())
+        # A loop: ``all`` over a generator would make a function and a generator per finish.
+        ended = True
+        for s in self._candidates.values():
+            if not s.ended:
+                ended = False
+                break
+        self.terminal_seen = ended
 
     def _blocked(self, reason: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = _Candidate(0)

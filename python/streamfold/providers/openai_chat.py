@@ -981,7 +981,13 @@ class OpenAIChat(Provider):
         if self._done:
             self._end_choices(frame, out)  # a choice after ``[DONE]`` (a violation): ends now
         # The outcome is decided: whatever comes before [DONE] is kept, a cut is no loss.
-        self.terminal_seen = all(s.ended for s in self._choices.values())
+        # A loop: ``all`` over a generator would make a function and a generator per finish.
+        ended = True
+        for s in self._choices.values():
+            if not s.ended:
+                ended = False
+                break
+        self.terminal_seen = ended
 
     def _error(self, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """An error in the stream: keep the usage of the same chunk, then raise."""
