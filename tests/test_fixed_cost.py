@@ -263,3 +263,44 @@ def test_a_short_stream_runs_no_comprehension(name: str) -> None:
     assert message.finish_reason == "stop"
     assert message.complete
     assert events[-1].type == "message_end"
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_closing_a_block_makes_no_event_until_a_stray_delta(
+    monkeypatch: pytest.MonkeyPatch, strict: bool
+) -> None:
+    """Every block closes, almost none gets a delta after: the ``BlockEnd`` a stray delta's
+    warning names is made only when one comes, and reads as before."""
+    from streamfold import folder as folder_module
+    from streamfold.errors import ProtocolError
+    from streamfold.events import BlockEnd
+
+    made: list[BlockEnd] = []
+
+    def counting(**fields: Any) -> BlockEnd:
+        event = BlockEnd(**fields)
+        made.append(event)
+        return event
+
+    monkeypatch.setattr(folder_module, "BlockEnd", counting)
+    folder = Folder("anthropic", strict=strict)
+    folder.add(MessageStart())
+    folder.add(BlockStart(index=0, kind="text"))
+    folder.add(BlockDelta(index=0, kind="text", text="Hi"))
+    folder.add(BlockEnd(index=0, kind="text"))
+    assert made == []
+    late = BlockDelta(index=0, kind="text", text="!")
+    if strict:
+        with pytest.raises(ProtocolError) as info:
+            folder.add(late)
+        assert info.value.event == "block_end"
+        assert "delta for closed block 0 of choice 0 (event 'block_end')" in str(info.value)
+        return
+    folder.add(late)
+    folder.add(MessageEnd(finish_reason="stop", raw_finish_reason="stop"))
+    assert [(e.index, e.kind, e.choice) for e in made] == [(0, "text", 0)]
+    message = folder.result()
+    assert message.text == "Hi!"  # kept rather than lost
+    assert message.warnings == [
+        "anthropic: delta for closed block 0 of choice 0 (event 'block_end')"
+    ]

@@ -963,12 +963,17 @@ class Folder:
 
         return push
 
-    def _stray(self, b: _Block, start: Event) -> Callable[[str], None]:
+    def _stray(self, b: _Block, start: Event | None) -> Callable[[str], None]:
         """A delta after the block closed (or for a block that arrived whole): recorded, and
-        for text blocks kept rather than lost."""
+        for text blocks kept rather than lost. ``start`` is the event the warning names; for
+        ``None`` (a block the stream closed), the block's ``BlockEnd``, made only if such a
+        delta comes: every block closes, and almost none gets one."""
 
         def push(text: str) -> None:
-            self._violation(f"delta for closed block {b.index} of choice {b.choice}", start)
+            event = start
+            if event is None:
+                event = BlockEnd(index=b.index, kind=b.kind, choice=b.choice)
+            self._violation(f"delta for closed block {b.index} of choice {b.choice}", event)
             if b.call is None and b.kind in _JOINED_KINDS:
                 b.pieces.append(text)
 
@@ -1022,7 +1027,7 @@ class Folder:
 
     def _close(self, b: _Block, *, complete: bool) -> None:
         b.complete = complete
-        b.push = self._stray(b, BlockEnd(index=b.index, kind=b.kind, choice=b.choice))
+        b.push = self._stray(b, None)
         self._mark(b)
 
     def _end_open_block(self, b: _Block, ev: MessageEnd) -> None:
