@@ -149,3 +149,28 @@ def test_a_simple_class_of_its_own() -> None:
     fast_init(Point)
     assert has_fast_init(Point)
     assert (Point(x=1).x, Point(x=1).y, Point(x=1, y=5).y) == (1, 2, 5)
+
+
+@pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda c: c.__name__)
+def test_every_field_is_stored_in_one_call(cls: type) -> None:
+    """The ``__init__`` stores all fields through one ``SlotBuilder.fill`` call into Rust, not
+    one slot ``__set__`` call per field: calling an event class is most of a short stream's
+    cost of making its few events."""
+    code = init_of(cls).__code__
+    assert "_fill" in code.co_names
+    assert not [name for name in code.co_names if name.startswith("_set")]
+
+
+def test_fill_stores_like_the_setters_and_checks_its_count() -> None:
+    from streamfold._core import SlotBuilder
+    from streamfold.events import MessageStart
+
+    fields = [f.name for f in dataclasses.fields(MessageStart)]
+    event: Any = object.__new__(MessageStart)
+    values = [object() for _ in fields]
+    SlotBuilder(MessageStart, fields, ()).fill(event, *values)
+    assert all(getattr(event, name) is value for name, value in zip(fields, values, strict=True))
+    with pytest.raises(TypeError, match=f"expected {len(fields)} values, got 1"):
+        SlotBuilder(MessageStart, fields, ()).fill(event, 1)
+    with pytest.raises(AttributeError):
+        SlotBuilder(MessageStart, ["nope"], ()).fill(event, 1)

@@ -88,4 +88,37 @@ impl SlotBuilder {
         }
         Ok(obj)
     }
+
+    /// `fill(obj, *values)`: the stores of `build` on an object already made, for a frozen
+    /// dataclass's `__init__` (`_frozen_init`): one call for every field instead of one
+    /// slot `__set__` per field, the larger part of making an event by calling its class.
+    #[pyo3(signature = (obj, *values))]
+    fn fill(&self, obj: &Bound<'_, PyAny>, values: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let py = obj.py();
+        if values.len() != self.names.len() {
+            return Err(PyTypeError::new_err(format!(
+                "SlotBuilder: expected {} values, got {}",
+                self.names.len(),
+                values.len()
+            )));
+        }
+        let set = |name: &Py<PyString>, value: &Bound<'_, PyAny>| -> PyResult<()> {
+            // SAFETY: all three pointers are live for the call; -1 means an exception is set.
+            let rc = unsafe {
+                ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
+            };
+            if rc < 0 {
+                Err(PyErr::fetch(py))
+            } else {
+                Ok(())
+            }
+        };
+        for (name, value) in self.names.iter().zip(values.iter()) {
+            set(name, &value)?;
+        }
+        for (name, value) in &self.fixed {
+            set(name, value.bind(py))?;
+        }
+        Ok(())
+    }
 }
