@@ -304,3 +304,23 @@ def test_closing_a_block_makes_no_event_until_a_stray_delta(
     assert message.warnings == [
         "anthropic: delta for closed block 0 of choice 0 (event 'block_end')"
     ]
+
+
+def test_a_frame_is_parsed_without_the_preparsed_detour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``json_object`` parses a frame itself unless a payload was handed over (``auto``): one
+    Python call less per frame. A handed-over payload is still used once."""
+    from streamfold._core import SSEDecoder
+
+    frame, other = SSEDecoder().feed(b'data: {"a": 1}\n\ndata: {"b": 2}\n\n')
+    provider = get_provider("anthropic")
+
+    def detour(frame: Any) -> Any:
+        raise AssertionError("frame_json called with nothing preparsed")
+
+    monkeypatch.setattr(provider, "frame_json", detour)
+    assert provider.json_object(frame) == {"a": 1}
+    monkeypatch.undo()
+    provider.preparsed = (other, {"b": "preparsed"})
+    assert provider.json_object(other) == {"b": "preparsed"}
+    assert provider.preparsed is None
+    assert provider.json_object(other) == {"b": 2}
