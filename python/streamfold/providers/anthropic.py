@@ -81,7 +81,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
-from .base import Provider
+from .base import Provider, present
 
 __all__ = ["BLOCK_KINDS", "STOP_REASONS", "Anthropic", "usage_from_anthropic"]
 
@@ -179,8 +179,7 @@ METADATA_KEYS = ("container", "stop_sequence", "stop_details")
 
 def _metadata(payload: dict[str, Any]) -> dict[str, Any] | None:
     """The ``METADATA_KEYS`` the message or its ``message_delta`` sent non-null, or ``None``."""
-    found = {key: payload[key] for key in METADATA_KEYS if payload.get(key) is not None}
-    return found or None
+    return present(payload, METADATA_KEYS)
 
 
 def _citation(citation: dict[str, Any], block: int) -> Citation:

@@ -169,6 +169,18 @@ class Provider(ABC):
         )
 
 
+def present(mapping: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``keys`` that ``mapping`` holds with a non-null value, or ``None`` when there are
+    none (metadata read from a frame). A loop, not a comprehension: on Python 3.11 a
+    comprehension makes a function object at every call, and this runs on every stream."""
+    found: dict[str, Any] = {}
+    for key in keys:
+        value = mapping.get(key)
+        if value is not None:
+            found[key] = value
+    return found or None
+
+
 class Finishing(Protocol):
     """A choice whose ``MessageEnd`` waits for the stream's end (``end_finished``)."""
 

@@ -109,7 +109,7 @@ from ..events import (
 )
 from ..message import BlockKind, FinishReason, ToolResult, Usage
 from ._fast import text_delta
-from .base import Provider
+from .base import Provider, present
 
 __all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "WORKFLOW_EVENTS", "Clouisle"]
 
@@ -205,18 +205,6 @@ def _error_text(error: Any) -> Any:
     if isinstance(error, dict):
         return _first(error, "message", "msg")
     return None
-
-
-def _metadata(p: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """The fields of ``keys`` that ``p`` carries (non-null), or ``None`` when there are none."""
-    found: dict[str, Any] | None = None
-    for key in keys:  # a loop: a comprehension makes a function object per call
-        value = p.get(key)
-        if value is not None:
-            if found is None:
-                found = {}
-            found[key] = value
-    return found
 
 
 def usage_from(usage: dict[str, Any]) -> Usage:
@@ -395,7 +383,7 @@ class Clouisle(Provider):
         message_id = p.get("message_id")
         if message_id is not None:
             self._message_id = message_id
-        metadata = _metadata(p, ID_FIELDS)
+        metadata = present(p, ID_FIELDS)
         out.append(MessageStart(id=message_id, metadata=metadata, continued=True, raw=frame))
 
     def _start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -405,7 +393,7 @@ class Clouisle(Provider):
             self._message_id = p.get("message_id")
             if self._round_id is None:
                 self._round_id = p.get("round_id")
-            metadata = _metadata(p, ID_FIELDS)
+            metadata = present(p, ID_FIELDS)
             out.append(MessageStart(id=self._message_id, metadata=metadata, raw=frame))
 
     def _open(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
@@ -639,7 +627,7 @@ class Clouisle(Provider):
             out.append(UsageUpdate(usage=usage_from(usage), raw=frame))
         status = p.get("status")
         data = {"elapsed_ms": p.get("elapsed_ms"), "status": status}
-        self._end_message(status, data, frame, out, _metadata(p, END_FIELDS))
+        self._end_message(status, data, frame, out, present(p, END_FIELDS))
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self.terminal_seen = True
@@ -666,7 +654,7 @@ class Clouisle(Provider):
     def _workflow_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if not self._started:
             self._started = True
-            metadata = _metadata(p, ("workflow_id", "workflow_name"))
+            metadata = present(p, ("workflow_id", "workflow_name"))
             out.append(MessageStart(metadata=metadata, raw=frame))
         out.append(self._status(p, frame, "running", terminal=False))
 
@@ -725,7 +713,7 @@ class Clouisle(Provider):
                 finish_reason="stop",
                 raw_finish_reason="workflow_complete",
                 data=data,
-                metadata=_metadata(p, ("duration_ms",)),
+                metadata=present(p, ("duration_ms",)),
                 tools_run_by_platform=True,
                 raw=frame,
             )

@@ -84,7 +84,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import NumberedTemplate
 from ._fast import text_delta
-from .base import Provider
+from .base import Provider, present
 
 __all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
 
@@ -109,8 +109,7 @@ RESPONSE_METADATA = (
 
 def _response_metadata(response: dict[str, Any]) -> dict[str, Any] | None:
     """The ``RESPONSE_METADATA`` the response has non-null, or ``None``."""
-    found = {key: response[key] for key in RESPONSE_METADATA if response.get(key) is not None}
-    return found or None
+    return present(response, RESPONSE_METADATA)
 
 
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
