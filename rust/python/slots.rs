@@ -57,35 +57,13 @@ impl SlotBuilder {
         py: Python<'py>,
         values: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if values.len() != self.names.len() {
-            return Err(PyTypeError::new_err(format!(
-                "SlotBuilder: expected {} values, got {}",
-                self.names.len(),
-                values.len()
-            )));
-        }
+        self.check(values)?;
         // SAFETY: `PyType_GenericAlloc` returns a new reference or NULL with an exception set;
         // it is what `object.__new__` calls for a class that does not override allocation.
         let obj = unsafe {
             Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(self.cls.as_ptr().cast(), 0))
         }?;
-        let set = |name: &Py<PyString>, value: &Bound<'py, PyAny>| -> PyResult<()> {
-            // SAFETY: all three pointers are live for the call; -1 means an exception is set.
-            let rc = unsafe {
-                ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
-            };
-            if rc < 0 {
-                Err(PyErr::fetch(py))
-            } else {
-                Ok(())
-            }
-        };
-        for (name, value) in self.names.iter().zip(values.iter()) {
-            set(name, &value)?;
-        }
-        for (name, value) in &self.fixed {
-            set(name, value.bind(py))?;
-        }
+        self.store(&obj, values)?;
         Ok(obj)
     }
 
@@ -94,14 +72,27 @@ impl SlotBuilder {
     /// slot `__set__` per field, the larger part of making an event by calling its class.
     #[pyo3(signature = (obj, *values))]
     fn fill(&self, obj: &Bound<'_, PyAny>, values: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let py = obj.py();
-        if values.len() != self.names.len() {
-            return Err(PyTypeError::new_err(format!(
-                "SlotBuilder: expected {} values, got {}",
-                self.names.len(),
-                values.len()
-            )));
+        self.check(values)?;
+        self.store(obj, values)
+    }
+}
+
+impl SlotBuilder {
+    fn check(&self, values: &Bound<'_, PyTuple>) -> PyResult<()> {
+        if values.len() == self.names.len() {
+            return Ok(());
         }
+        Err(PyTypeError::new_err(format!(
+            "SlotBuilder: expected {} values, got {}",
+            self.names.len(),
+            values.len()
+        )))
+    }
+
+    /// Each field's value into `obj`'s slot, then the fixed ones, as `object.__setattr__`
+    /// would (a frozen dataclass's own `__setattr__` refuses).
+    fn store(&self, obj: &Bound<'_, PyAny>, values: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let py = obj.py();
         let set = |name: &Py<PyString>, value: &Bound<'_, PyAny>| -> PyResult<()> {
             // SAFETY: all three pointers are live for the call; -1 means an exception is set.
             let rc = unsafe {
