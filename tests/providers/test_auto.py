@@ -151,6 +151,11 @@ def test_chat_chunks_without_a_model_are_openai() -> None:
         ),
         ({"error": {"message": "x", "type": "invalid_request_error"}}, "openai"),
         ({"code": "model_error", "message": "x"}, "clouisle"),
+        ({"code": "model_error", "msg": "x"}, "clouisle"),
+        (
+            {"run_id": "r", "sequence": 3, "type": "error", "payload": {"code": "c", "msg": "x"}},
+            "clouisle",
+        ),
     ],
 )
 def test_error_events_decide_by_payload(frame: dict[str, Any], provider: str) -> None:
@@ -176,6 +181,16 @@ def test_error_events_decide_by_payload(frame: dict[str, Any], provider: str) ->
 )
 def test_unnamed_frames_decide_by_payload(payload: dict[str, Any], provider: str | None) -> None:
     assert detect(sf.ServerSentEvent(data=json.dumps(payload))) == provider
+
+
+def test_a_run_stream_opening_with_its_error_is_that_error_under_auto() -> None:
+    # A resumed run stream can open with its error, the fields under the envelope's payload.
+    envelope = {"run_id": "r", "sequence": 3, "type": "error"}
+    stream = sse(("error", {**envelope, "payload": {"code": "quota", "msg": "out of credits"}}))
+    result = run(stream, "auto")
+    assert isinstance(result.error, sf.StreamError)
+    assert (result.error.provider, result.error.code) == ("clouisle", "quota")
+    assert result.error.message == "out of credits"
 
 
 def test_done_and_non_json_decide_nothing() -> None:

@@ -159,8 +159,10 @@ def _by_error(payload: dict[str, Any]) -> str | None:
         return "anthropic"
     if nested:
         return "openai"  # Groq's `event: error` with an OpenAI error object
-    if "code" in payload or "message" in payload:
+    if "code" in payload or "message" in payload or "msg" in payload:
         return "clouisle"
+    if "run_id" in payload or isinstance(payload.get("payload"), dict):
+        return "clouisle"  # a run stream's envelope, the error's fields under "payload"
     return None
 
 
