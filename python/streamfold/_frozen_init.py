@@ -9,12 +9,10 @@ end, usage, finish), and some make one per chunk (Gemini's cumulative usage), so
 streams they are a good part of the whole.
 
 :func:`fast_init` writes the same ``__init__`` (same signature, defaults, error messages and
-``__qualname__``) that stores each field through its slot's own descriptor setter instead,
-bound once when the class is made. That skips the frozen ``__setattr__`` exactly as
-``object.__setattr__`` does, in about half the time. With an extension that has
-``SlotBuilder.fill``, the stores are one call into Rust for every field (the same generic
-attribute stores), which takes about a third off calling an event class again. Nothing else
-about the class changes (``__eq__``, ``__repr__``, ``__hash__``, ``replace``, pickling).
+``__qualname__``) that stores every field in one call into Rust (``SlotBuilder.fill``): the
+generic attribute stores ``object.__setattr__`` makes, so the frozen ``__setattr__`` is
+skipped exactly as before, at about half the cost. Nothing else about the class changes
+(``__eq__``, ``__repr__``, ``__hash__``, ``replace``, pickling).
 
 Only the simple case is rewritten: every field keyword-only and in ``__init__``, no default
 factory, no ``__post_init__``, each field a slot. Anything else keeps the ``dataclasses``
@@ -39,7 +37,7 @@ _ORIGINAL = "__dataclass_init__"
 
 
 def fast_init(cls: T) -> T:
-    """Give the frozen, slotted dataclass ``cls`` the descriptor-setting ``__init__`` (in
+    """Give the frozen, slotted dataclass ``cls`` the one-call ``__init__`` (in
     place); returns ``cls`` unchanged when it is not the simple case."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen:
@@ -51,26 +49,18 @@ def fast_init(cls: T) -> T:
         or any(f.default_factory is not dataclasses.MISSING for f in fields)
     ):
         return cls
-    namespace: dict[str, Any] = {}
+    if any(not isinstance(getattr(cls, f.name, None), types.MemberDescriptorType) for f in fields):
+        return cls
+    names = [f.name for f in fields]
+    namespace: dict[str, Any] = {"_fill": _core.SlotBuilder(cls, tuple(names), ()).fill}
     signature: list[str] = []
-    body: list[str] = []
     for k, f in enumerate(fields):
-        slot = getattr(cls, f.name, None)
-        if not isinstance(slot, types.MemberDescriptorType):
-            return cls
-        namespace[f"_set{k}"] = slot.__set__
         if f.default is dataclasses.MISSING:
             signature.append(f.name)
         else:
             namespace[f"_default{k}"] = f.default
             signature.append(f"{f.name}=_default{k}")
-        body.append(f"    _set{k}(self, {f.name})")
-    fill = _filler(cls, [f.name for f in fields])
-    if fill is not None:
-        # Every store in one call into Rust (``SlotBuilder.fill``): the same stores as the
-        # descriptor setters above, without a Python-level call per field.
-        namespace["_fill"] = fill
-        body = [f"    _fill(self, {', '.join(f.name for f in fields)})"] if fields else ["    pass"]
+    body = [f"    _fill(self, {', '.join(names)})"] if names else ["    pass"]
     source = f"def __init__(self, *, {', '.join(signature)}):\n" + "\n".join(body)
     # The source holds only the field names and references to values kept in `namespace`.
     exec(source, namespace)
@@ -83,14 +73,6 @@ def fast_init(cls: T) -> T:
     setattr(init, _ORIGINAL, original)
     type.__setattr__(cls, "__init__", init)
     return cls
-
-
-def _filler(cls: type, names: list[str]) -> Any:
-    """``SlotBuilder(cls, names, ()).fill``, or ``None`` with an extension built before it."""
-    builder = getattr(_core, "SlotBuilder", None)
-    if builder is None or not hasattr(builder, "fill"):
-        return None
-    return builder(cls, tuple(names), ()).fill
 
 
 def has_fast_init(cls: type) -> bool:
