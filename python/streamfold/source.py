@@ -52,25 +52,6 @@ def refuse_str(source: object) -> None:
         )
 
 
-class _Plain:
-    """The context of a ``list`` or ``tuple`` of chunks: nothing to check, open or close.
-
-    Most short calls pass their body as ``[body]``; a generator-based context manager (with
-    the ABC check and the response probe) would cost more than folding a few frames.
-    """
-
-    __slots__ = ("_iterator",)
-
-    def __init__(self, iterator: Iterator[bytes]) -> None:
-        self._iterator = iterator
-
-    def __enter__(self) -> Iterator[bytes]:
-        return self._iterator
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-
 def sync_byte_chunks(
     source: Any, provider: str
 ) -> contextlib.AbstractContextManager[Iterator[bytes]]:
@@ -78,7 +59,10 @@ def sync_byte_chunks(
     opened on exit."""
     cls = source.__class__
     if cls is list or cls is tuple:
-        return _Plain(iter(source))
+        # Most short calls pass their body as ``[body]``: nothing to check, open or close, and
+        # the generator-based manager below (ABC check, response probe) would cost more than
+        # folding a few frames.
+        return contextlib.nullcontext(iter(source))
     return _opened_chunks(source, provider)
 
 
