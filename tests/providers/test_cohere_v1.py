@@ -500,3 +500,47 @@ def test_a_lone_surrogate_escape_in_a_line_does_not_end_the_stream() -> None:
         result = run(pieces, P)
         assert result.error is None
         assert [e.text for e in result.of(BlockDelta)] == halves
+
+
+@pytest.mark.parametrize(
+    ("top", "inner", "normalized", "raw"),
+    [
+        # The top level has only COMPLETE, ERROR_LIMIT, MAX_TOKENS, ERROR, ERROR_TOXIC; the
+        # response's own finish_reason is the wider FinishReason, and says more.
+        ("COMPLETE", "STOP_SEQUENCE", "stop", "STOP_SEQUENCE"),
+        ("COMPLETE", "USER_CANCEL", "other", "USER_CANCEL"),
+        ("COMPLETE", "TIMEOUT", "error", "TIMEOUT"),
+        ("MAX_TOKENS", "MAX_TOKENS", "length", "MAX_TOKENS"),
+        ("ERROR_LIMIT", "ERROR_LIMIT", "length", "ERROR_LIMIT"),
+        ("ERROR_TOXIC", "ERROR_TOXIC", "content_filter", "ERROR_TOXIC"),
+        ("COMPLETE", "MAX_TOKENS", "length", "MAX_TOKENS"),
+        # A value nobody documents does not hide the top-level one.
+        ("COMPLETE", "SOMETHING_NEW", "stop", "COMPLETE"),
+        ("COMPLETE", None, "stop", "COMPLETE"),
+        (None, "SOMETHING_NEW", "other", "SOMETHING_NEW"),
+    ],
+)
+def test_the_response_finish_reason_is_read_when_it_says_more(
+    top: str | None, inner: str | None, normalized: str, raw: str
+) -> None:
+    response: dict[str, Any] = {"text": "Hal", "meta": META}
+    if inner is not None:
+        response["finish_reason"] = inner
+    end = ev("stream-end", response=response)
+    if top is not None:
+        end["finish_reason"] = top
+    stream = jsonl(START, ev("text-generation", text="Hal"), end)
+    (ended,) = run(stream, P).of(MessageEnd)
+    assert (ended.finish_reason, ended.raw_finish_reason) == (normalized, raw)
+    folded = sf.fold([stream], provider=P)
+    assert (folded.finish_reason, folded.raw_finish_reason) == (normalized, raw)
+
+
+def test_an_error_finish_at_the_top_raises_with_the_response_reason() -> None:
+    end = ev("stream-end", finish_reason="ERROR", response={"finish_reason": "TIMEOUT"})
+    stream = jsonl(START, ev("text-generation", text="Hal"), end)
+    with pytest.raises(sf.StreamError, match=r"ERROR \(response\.finish_reason TIMEOUT\)") as info:
+        sf.fold([stream], provider=P)
+    assert (info.value.code, info.value.raw_finish_reason) == ("ERROR", "TIMEOUT")
+    assert info.value.partial.text == "Hal"
+    assert info.value.partial.raw_finish_reason == "TIMEOUT"

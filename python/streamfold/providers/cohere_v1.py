@@ -66,9 +66,11 @@ __all__ = ["FINISH_REASONS", "CohereV1"]
 #: ``stream-end.finish_reason`` (or ``response.finish_reason``) -> normalized finish reason.
 #: Sources: cohere-python ``src/cohere/types/chat_stream_end_event_finish_reason.py``
 #: (COMPLETE, ERROR_LIMIT, MAX_TOKENS, ERROR, ERROR_TOXIC) and ``src/cohere/types/
-#: finish_reason.py`` (adds STOP_SEQUENCE, USER_CANCEL, TIMEOUT). ERROR raises
-#: ``StreamError``; ERROR_LIMIT is the context limit (the answer was cut: ``length``);
-#: ERROR_TOXIC is a blocked generation (``content_filter``).
+#: finish_reason.py`` (adds STOP_SEQUENCE, USER_CANCEL, TIMEOUT), the type of
+#: ``response.finish_reason``: when that is one of these values it is the reason read, else the
+#: top-level one. ERROR (at either place) raises ``StreamError``; ERROR_LIMIT is the context
+#: limit (the answer was cut: ``length``); ERROR_TOXIC is a blocked generation
+#: (``content_filter``).
 FINISH_REASONS: dict[str, FinishReason] = {
     "COMPLETE": "stop",
     "STOP_SEQUENCE": "stop",
@@ -81,6 +83,19 @@ FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 _Handler = Callable[[Any, dict[str, Any], list[Event]], None]
+
+
+def _finish_reason(top: str | None, inner: Any) -> str | None:
+    """The finish reason the server gave: ``stream-end.response.finish_reason`` when it is one
+    of the known values, since it takes the wider ``FinishReason`` (``STOP_SEQUENCE``,
+    ``USER_CANCEL``, ``TIMEOUT``) where the top-level ``finish_reason`` has only ``COMPLETE``,
+    ``ERROR_LIMIT``, ``MAX_TOKENS``, ``ERROR`` and ``ERROR_TOXIC`` (WIRE_FORMATS.md §2); else
+    the top-level value, else the response's whatever it is."""
+    if inner is not None and inner.__class__ is not str:
+        inner = str(inner)
+    if inner and (not top or inner in FINISH_REASONS):
+        return str(inner)
+    return top or None
 
 
 class CohereV1(Provider):
@@ -340,19 +355,21 @@ class CohereV1(Provider):
     def _stream_end(self, p: dict[str, Any], out: list[Event]) -> None:
         self.terminal_seen = True
         response = p.get("response") or {}
-        raw_reason = p.get("finish_reason") or response.get("finish_reason")
-        if raw_reason is not None and raw_reason.__class__ is not str:
-            raw_reason = str(raw_reason)
+        top = p.get("finish_reason")
+        if top is not None and top.__class__ is not str:
+            top = str(top)
+        raw_reason = _finish_reason(top, response.get("finish_reason"))
         self._complete_from_response(response, p, out)
         for index in sorted(self._open):
             self._close(index, p, out)
         meta = response.get("meta")
         if meta:
             out.append(UsageUpdate(usage=usage_from_tokens(meta), raw=p))
-        if raw_reason == "ERROR":
+        if raw_reason == "ERROR" or top == "ERROR":
+            detail = "" if raw_reason == "ERROR" else f" (response.finish_reason {raw_reason})"
             raise StreamError(
-                "the stream ended with finish_reason ERROR",
-                code=raw_reason,
+                f"the stream ended with finish_reason ERROR{detail}",
+                code="ERROR",
                 raw_finish_reason=raw_reason,
                 provider=self.name,
                 raw=p,
