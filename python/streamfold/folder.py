@@ -703,9 +703,9 @@ class Folder:
             for b in c.order:
                 if b.call is not None or b.data is not None:
                     return True
-                pieces = b.pieces
-                if pieces and (len(pieces) > 1 or pieces[0]):
-                    return True
+                for piece in b.pieces:
+                    if piece:
+                        return True
         return False
 
     def annotate_error(self, exc: StreamfoldError) -> StreamfoldError:

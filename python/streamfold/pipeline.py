@@ -14,8 +14,17 @@ from typing import Any
 
 from ._core import JsonLinesDecoder, SSEDecoder
 from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
-from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import BlockDelta, BlockStart, Event, MessageEnd, Notice
+from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
+from .events import (
+    BlockDelta,
+    BlockEnd,
+    BlockStart,
+    Event,
+    MediaAdded,
+    MessageEnd,
+    Notice,
+    ToolResultAdded,
+)
 from .providers import Provider, get_provider, provider_class
 
 __all__ = ["Pipeline"]
@@ -33,6 +42,8 @@ MISREAD_HINT = " (its first frames read as provider="
 _JSON_ARRAY_HINT = (
     "a JSON array, as Gemini's streamGenerateContent answers without ?alt=sse: ask for alt=sse"
 )
+#: Block kinds whose deltas feed a call (the fold makes the call at its first delta).
+_CALL_KINDS = frozenset({"tool_call", "server_tool"})
 #: What ``auto`` skips to find the first byte that tells its framing: blanks and a BOM.
 _BLANKS = b" \t\r\n\xef\xbb\xbf"
 
@@ -49,6 +60,26 @@ def _not_bytes(chunk: object) -> str:
         f"chunks must be bytes, bytearray or memoryview, got {type(chunk).__name__}{hint}: "
         "pass an iterable of the raw response bytes (httpx: iter_bytes())"
     )
+
+
+def produces_content(event: Event) -> bool:
+    """The event gives the answer some content: what :attr:`Folder.produced_content
+    <streamfold.folder.Folder.produced_content>` finds in a fold, read from one event (text,
+    reasoning, a plan or a refusal that is not empty, a tool call, a block's payload, a tool
+    result, media). A ``StreamError`` after such an event is not ``retryable_without_duplicate``,
+    in ``events()`` as in ``fold()``."""
+    cls = event.__class__
+    if cls is BlockDelta:
+        return bool(event.text) or event.kind in _CALL_KINDS  # type: ignore[attr-defined]
+    if cls is BlockStart:
+        return (
+            event.kind == "tool_call"  # type: ignore[attr-defined]
+            or event.data is not None  # type: ignore[attr-defined]
+            or bool(event.text)  # type: ignore[attr-defined]
+        )
+    if cls is BlockEnd:
+        return event.data is not None  # type: ignore[attr-defined]
+    return cls is ToolResultAdded or cls is MediaAdded
 
 
 def check_max_event_bytes(limit: int) -> None:
@@ -75,6 +106,7 @@ class Pipeline:
         "frame_filter",
         "frames_seen",
         "pending",
+        "produced",
         "provider",
     )
 
@@ -117,6 +149,10 @@ class Pipeline:
         self.pending: StreamfoldError | None = None
         self.bytes_seen = 0
         self.frames_seen = 0
+        #: Some event made so far gave the answer content (:func:`produces_content`): a
+        #: ``StreamError`` is then not ``retryable_without_duplicate``. A resumable stream
+        #: carries it over to the pipeline of its next connection.
+        self.produced = False
         self.closed = False
         #: The last JSON line, without its newline, did not parse: cut by the end of input.
         self._cut_line = False
@@ -243,6 +279,8 @@ class Pipeline:
                 self.provider.finish(out)
             except StreamfoldError as exc:
                 self.pending = exc
+            if not self.produced or self.pending is not None:
+                self._note_content(out)
         return out
 
     def lost(self) -> list[Event]:
@@ -325,6 +363,8 @@ class Pipeline:
                 self._add_misread_hint(exc)
             self.pending = exc
         self.frames_seen += len(frames)
+        if not self.produced or self.pending is not None:
+            self._note_content(out)
         if self._prefix is not None:
             read = provider.text_direct is not None
             if not read:
@@ -334,6 +374,19 @@ class Pipeline:
                         break
             if read:
                 self._prefix = None  # the provider reads this stream: nothing to explain
+
+    def _note_content(self, out: list[Event]) -> None:
+        """Whether ``out`` gave the answer content; a provider's ``StreamError`` pending after
+        it is then retryable exactly as the fold says (``Folder.annotate_error``), whatever
+        the provider guessed from its own state."""
+        if not self.produced:
+            for event in out:  # a loop: a generator would be made on every read
+                if produces_content(event):
+                    self.produced = True
+                    break
+        pending = self.pending
+        if isinstance(pending, StreamError) and pending.status is None:
+            pending.retryable_without_duplicate = not self.produced
 
     def _framing_error(self, exc: ProtocolError) -> ProtocolError:
         """The decoder's error (an event over the size limit, a JSON line that does not parse)

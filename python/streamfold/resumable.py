@@ -208,6 +208,8 @@ class _Resumer:
         self.seen_ids: deque[str] = deque(maxlen=_IDS_KEPT)
         self.retry_ms: int | None = None
         self.bytes_seen = 0
+        #: Some connection's events gave the answer content (``Pipeline.produced``).
+        self.produced = False
         self.pipeline: Pipeline | None = None
         # Per connection: the replay check and whether a new frame arrived.
         self.progress = False
@@ -248,6 +250,7 @@ class _Resumer:
             max_event_bytes=self.max_event_bytes,
             frame_filter=self._keep,
         )
+        self.pipeline.produced = self.produced
         return self.pipeline
 
     def _frame_sequence(self, frame: Any) -> int | None:
@@ -343,6 +346,8 @@ class _Resumer:
                 events.extend(flushed)
                 return _Ending(events, pending)
             # else: the last frame was cut in half by the drop; it is discarded.
+        if pipeline is not None:
+            self.produced = pipeline.produced
         if self.provider.terminal_seen:
             return self._finish(events)
         if pipeline is not None and self.progress:
