@@ -295,6 +295,8 @@ async def test_idle_timeout_before_the_first_byte_is_a_streamfold_error(
         await client.fold_resumable(url, "onecortex", query, idle_timeout=0.3, **FAST)
     assert type(info.value) is sf.IdleTimeoutError
     assert isinstance(info.value, TimeoutError)  # `except TimeoutError` still catches it
+    assert str(info.value).startswith("onecortex: no bytes for 0.3 s (idle_timeout)")
+    assert isinstance(info.value.partial, sf.Message)
     assert len(stream_server.seen(rid)) == 1
 
 
@@ -310,6 +312,8 @@ def test_stream_idle_timeout_before_the_first_byte_is_a_streamfold_error(
         s.fold()
     assert type(info.value) is sf.IdleTimeoutError
     assert isinstance(info.value, TimeoutError)
+    assert str(info.value).startswith("onecortex: no bytes for 0.3 s (idle_timeout)")
+    assert isinstance(info.value.partial, sf.Message)
 
 
 def test_stream_idle_timeout_covers_a_reconnection_that_never_answers(
@@ -321,6 +325,22 @@ def test_stream_idle_timeout_covers_a_reconnection_that_never_answers(
     with sf.stream("GET", url, provider="onecortex", params=params, **options) as s:
         assert s.fold() == whole("onecortex")
     assert len(stream_server.seen(rid)) == 3
+
+
+def check_no_response(error: BaseException, provider: str) -> None:
+    """``error`` is the silence of a first request that never got its response's head."""
+    assert type(error) is sf.IdleTimeoutError
+    assert isinstance(error, TimeoutError)
+    assert str(error).startswith(f"{provider}: no response for 0.3 s (idle_timeout)")
+    assert "on connection 1, after 0 bytes and 0 frames" in str(error)
+    assert (error.provider, error.waiting_for, error.position, error.connection) == (
+        provider,
+        "response",
+        0,
+        1,
+    )
+    assert isinstance(error.partial, sf.Message)
+    assert error.partial.text == ""
 
 
 @pytest.mark.anyio
@@ -339,6 +359,82 @@ async def test_astream_idle_timeout_covers_a_first_request_that_never_answers(
         ) as s:
             await s.fold()
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("client_kind", ["httpx-async-asyncio", "httpx-async-trio", "aiohttp"])
+async def test_idle_timeout_covers_a_first_connection_that_never_answers(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/stream/onecortex")
+    with pytest.raises(sf.StreamfoldError) as info:
+        await client.fold_resumable(
+            url, "onecortex", {"rid": rid, "head_stall": 5}, idle_timeout=0.3, **FAST
+        )
+    check_no_response(info.value, "onecortex")
+    assert len(stream_server.seen(rid)) == 1
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
+#: A stream that sends its first 600 bytes (some events, with SSE ids), then nothing.
+STALL_AT_600 = {"stall": 5, "stall_at": 600}
+
+
+def check_silence_after_600_bytes(error: BaseException, provider: str) -> None:
+    """``error`` gave up a stream silent after its first 600 bytes: the message says so."""
+    assert isinstance(error, sf.IncompleteStreamError)
+    assert "sent nothing for 0.3 s (idle_timeout)" in str(error)
+    assert isinstance(error.partial, sf.Message)
+    assert error.partial.blocks  # what came before the silence is kept
+    cause = error.__cause__
+    assert isinstance(cause, sf.IdleTimeoutError)
+    assert (cause.provider, cause.waiting_for, cause.position) == (provider, "bytes", 600)
+    assert cause.frames > 0
+    assert cause.last_event_id
+    assert str(cause).startswith(f"{provider}: no bytes for 0.3 s (idle_timeout) on connection 1")
+    assert f"after 600 bytes and {cause.frames} frames of the stream" in str(cause)
+    assert f"(last event id {cause.last_event_id!r})" in str(cause)
+
+
+@pytest.mark.anyio
+async def test_idle_timeout_says_where_the_stream_stood(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/stream/onecortex")
+    query = {"rid": rid, **STALL_AT_600}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(
+            url, "onecortex", query, idle_timeout=0.3, max_reconnects=0, **FAST
+        )
+    check_silence_after_600_bytes(info.value, "onecortex")
+
+
+def test_stream_idle_timeout_says_where_the_stream_stood(
+    stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/stream/onecortex")
+    params = {"rid": rid, **STALL_AT_600}
+    with (
+        pytest.raises(sf.IncompleteStreamError) as info,
+        sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=0.3) as s,
+    ):
+        s.fold()
+    check_silence_after_600_bytes(info.value, "onecortex")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_idle_timeout_says_where_the_stream_stood(
+    anyio_backend: str, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/stream/onecortex")
+    params = {"rid": rid, **STALL_AT_600}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        async with sf.astream(
+            "GET", url, provider="onecortex", params=params, idle_timeout=0.3
+        ) as s:
+            await s.fold()
+    check_silence_after_600_bytes(info.value, "onecortex")
 
 
 @pytest.mark.parametrize("leave", ["break", "raise"])

@@ -121,8 +121,68 @@ class IdleTimeoutError(StreamfoldError, TimeoutError):
     """No byte arrived for ``idle_timeout`` seconds: the connection is treated as dropped.
 
     A resumable stream reconnects after it (then, if it gives up, it is the ``__cause__`` of
-    ``IncompleteStreamError``); on a first connection that sent no byte of its body it is
-    raised as it is. Also a ``TimeoutError``, so ``except TimeoutError`` catches it."""
+    ``IncompleteStreamError``); on a first connection that sent no byte of its body, or no
+    response head, it is raised as it is (``__cause__``: the client's own timeout, when it
+    had one). Also a ``TimeoutError``, so ``except TimeoutError`` catches it.
+
+    The message names the provider and where the stream stood: ``position`` (bytes of the
+    stream received before the silence, over all its connections), ``frames`` (its frames
+    received), ``last_event_id`` (``""`` when it sent none) and ``connection`` (1 for the
+    first). ``waiting_for`` is ``"response"`` (no response head came) or ``"bytes"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        idle_timeout: float | None = None,
+        waiting_for: str = "bytes",
+        position: int = 0,
+        frames: int = 0,
+        last_event_id: str = "",
+        connection: int = 1,
+        partial: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.idle_timeout = idle_timeout
+        self.waiting_for = waiting_for
+        self.position = position
+        self.frames = frames
+        self.last_event_id = last_event_id
+        self.connection = connection
+        self.partial = partial
+
+    @classmethod
+    def silence(
+        cls,
+        provider: str,
+        idle_timeout: float,
+        *,
+        waiting_for: str = "bytes",
+        position: int = 0,
+        frames: int = 0,
+        last_event_id: str = "",
+        connection: int = 1,
+    ) -> IdleTimeoutError:
+        """The error for ``idle_timeout`` s of silence, its message saying where."""
+        silent = "no response" if waiting_for == "response" else "no bytes"
+        where = f"after {position} bytes and {frames} frames of the stream"
+        if last_event_id:
+            where += f" (last event id {last_event_id!r})"
+        return cls(
+            f"{provider}: {silent} for {idle_timeout} s (idle_timeout) on connection "
+            f"{connection}, {where}",
+            provider=provider,
+            idle_timeout=idle_timeout,
+            waiting_for=waiting_for,
+            position=position,
+            frames=frames,
+            last_event_id=last_event_id,
+            connection=connection,
+        )
 
 
 class StreamError(StreamfoldError):

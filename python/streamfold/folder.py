@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from ._core import JsonAccumulator, _has_split_pair
 from .errors import (
+    IdleTimeoutError,
     IncompleteJsonError,
     IncompleteStreamError,
     InvalidJsonError,
@@ -716,7 +717,7 @@ class Folder:
             partial = self._partials(error=exc)[0]
             exc.retryable_without_duplicate = not self.produced_content
             exc.partial = partial
-        elif isinstance(exc, (IncompleteStreamError, ProtocolError)):
+        elif isinstance(exc, (IncompleteStreamError, ProtocolError, IdleTimeoutError)):
             exc.partial = self.partial()
         return exc
 

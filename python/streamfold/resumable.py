@@ -45,6 +45,7 @@ The rules:
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import random
 import re
@@ -208,6 +209,8 @@ class _Resumer:
         self.seen_ids: deque[str] = deque(maxlen=_IDS_KEPT)
         self.retry_ms: int | None = None
         self.bytes_seen = 0
+        #: Frames received over all connections (replays dropped), for error messages.
+        self.frames = 0
         #: Some connection's events gave the answer content (``Pipeline.produced``).
         self.produced = False
         self.pipeline: Pipeline | None = None
@@ -305,7 +308,24 @@ class _Resumer:
                 self.id_frames = 1
                 self.seen_ids.append(frame_id)
         self.progress = True
+        self.frames += 1
         return True
+
+    def idle_error(
+        self, idle_timeout: float, waiting_for: str, cause: BaseException | None = None
+    ) -> IdleTimeoutError:
+        """``IdleTimeoutError`` for a silence now: the provider, and where the stream stood."""
+        error = IdleTimeoutError.silence(
+            self.name,
+            idle_timeout,
+            waiting_for=waiting_for,
+            position=self.bytes_seen,
+            frames=self.frames,
+            last_event_id=self.last_event_id,
+            connection=self.attempt + 1,
+        )
+        error.__cause__ = cause
+        return error
 
     def _after_chunks(self, pipeline: Pipeline) -> None:
         decoder = pipeline.decoder
@@ -355,7 +375,7 @@ class _Resumer:
         cursor = self.cursor()
         if not cursor.can_resume:
             why = (
-                "the connection failed" if error is not None else "the connection ended"
+                _how_it_ended(error)
             ) + " before the terminal event and the stream cannot be resumed (it sent no SSE id"
             why += " and no sequence number); it was not requested again"
             return self._finish(events, self._give_up(why, error))
@@ -363,7 +383,7 @@ class _Resumer:
             why = f"gave up after {self.failures} reconnections without a new event"
             if self.max_reconnects == 0:
                 why = (
-                    "the connection failed" if error is not None else "the connection ended"
+                    _how_it_ended(error)
                 ) + " before the terminal event and reconnecting is off (max_reconnects=0)"
             return self._finish(events, self._give_up(why, error))
         self.failures += 1
@@ -413,6 +433,14 @@ class _Resumer:
         return exc
 
 
+def _how_it_ended(error: BaseException | None) -> str:
+    if error is None:
+        return "the connection ended"
+    if isinstance(error, IdleTimeoutError):
+        return f"the connection sent nothing for {error.idle_timeout} s (idle_timeout)"
+    return "the connection failed"
+
+
 # -- sync ----------------------------------------------------------------------------------
 
 
@@ -455,10 +483,18 @@ class _ThreadedReader:
 
     _DONE = object()
 
-    def __init__(self, source: Any, provider: str, idle_timeout: float) -> None:
+    def __init__(
+        self,
+        source: Any,
+        provider: str,
+        idle_timeout: float,
+        silence: Callable[[], IdleTimeoutError] | None = None,
+    ) -> None:
         self._source = source
         self._provider = provider
         self._idle_timeout = idle_timeout
+        #: Makes the error of a silence (``_Resumer.idle_error``: where the stream stood).
+        self._silence = silence or (lambda: IdleTimeoutError.silence(provider, idle_timeout))
         self._queue: queue.Queue[tuple[object, Any]] = queue.Queue(maxsize=16)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="streamfold-reader", daemon=True)
@@ -488,9 +524,7 @@ class _ThreadedReader:
             try:
                 kind, chunk = self._queue.get(timeout=self._idle_timeout)
             except queue.Empty:
-                raise IdleTimeoutError(
-                    f"no bytes for {self._idle_timeout} s (idle_timeout)"
-                ) from None
+                raise self._silence() from None
             if kind is None:
                 yield chunk
             elif kind is self._DONE:
@@ -546,16 +580,23 @@ def events_resumable(
     while True:
         error: Exception | None = None
         connected = False
+        waiting_for = "response"
         try:
             with contextlib.ExitStack() as stack:
                 source = _enter_sync(connect(core.cursor()), stack)
                 chunks: Iterable[bytes]
                 if idle_timeout is not None and not _apply_httpx_idle_timeout(source, idle_timeout):
-                    reader = _ThreadedReader(source, core.name, idle_timeout)
+                    reader = _ThreadedReader(
+                        source,
+                        core.name,
+                        idle_timeout,
+                        functools.partial(core.idle_error, idle_timeout, "bytes"),
+                    )
                     stack.callback(reader.close)
                     chunks = reader
                 else:
                     chunks = stack.enter_context(sync_byte_chunks(source, core.name))
+                waiting_for = "bytes"
                 pipeline = core.start()
                 for chunk in chunks:
                     connected = True
@@ -564,9 +605,8 @@ def events_resumable(
                     pipeline.raise_pending()
         except Exception as exc:
             error = exc
-            if _is_read_timeout(exc, idle_timeout):
-                error = IdleTimeoutError(f"no bytes for {idle_timeout} s (idle_timeout)")
-                error.__cause__ = exc
+            if idle_timeout is not None and _is_read_timeout(exc):
+                error = core.idle_error(idle_timeout, waiting_for, _client_error(exc))
         ending = core.end(error, connected=connected)
         yield from ending.events
         if ending.error is not None:
@@ -578,13 +618,19 @@ def events_resumable(
         time.sleep(ending.delay)
 
 
-def _is_read_timeout(exc: BaseException, idle_timeout: float | None) -> bool:
+def _client_error(exc: BaseException) -> BaseException:
+    """The client's own exception behind ``exc`` (the adapters wrap it in
+    ``ConnectionLostError``)."""
+    if isinstance(exc, ConnectionLostError) and exc.__cause__ is not None:
+        return exc.__cause__
+    return exc
+
+
+def _is_read_timeout(exc: BaseException) -> bool:
+    """``exc`` is httpx's read timeout, which ``idle_timeout`` sets: silence, when it was
+    given."""
     httpx = sys.modules.get("httpx")
-    if idle_timeout is None or httpx is None:
-        return False
-    if isinstance(exc, ConnectionLostError):
-        exc = exc.__cause__ or exc
-    return isinstance(exc, httpx.ReadTimeout)
+    return httpx is not None and isinstance(_client_error(exc), httpx.ReadTimeout)
 
 
 def note_detected(folder: Folder, event: Event) -> None:
@@ -662,26 +708,40 @@ async def _sleep(seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-async def _next_chunk(chunks: AsyncIterator[bytes], idle_timeout: float | None) -> bytes:
+async def _next_chunk(
+    chunks: AsyncIterator[bytes], idle_timeout: float | None, core: _Resumer | None = None
+) -> bytes:
     """The next chunk, or ``IdleTimeoutError`` after ``idle_timeout`` s of silence."""
-    chunk: bytes = await _within(idle_timeout, chunks.__anext__(), silence="no bytes")
+    chunk: bytes = await _within(idle_timeout, chunks.__anext__(), waiting_for="bytes", core=core)
     return chunk
 
 
 async def _within(
-    idle_timeout: float | None, awaitable: Awaitable[Any], *, silence: str = "no response"
+    idle_timeout: float | None,
+    awaitable: Awaitable[Any],
+    *,
+    waiting_for: str = "response",
+    core: _Resumer | None = None,
 ) -> Any:
-    """``await awaitable``, or ``IdleTimeoutError`` (``silence`` for … s) after ``idle_timeout``
-    s: the wait for a chunk, and the wait for a response's head or its error body (a server
-    that accepts and sends nothing is silent too)."""
+    """``await awaitable``, or ``IdleTimeoutError`` after ``idle_timeout`` s: the wait for a
+    chunk (``waiting_for="bytes"``), and the wait for a response's head or its error body (a
+    server that accepts and sends nothing is silent too). ``core`` says where the stream
+    stood, for the error's message."""
     if idle_timeout is None:
         return await awaitable
+    limit: float = idle_timeout
+
+    def silence() -> IdleTimeoutError:
+        if core is not None:
+            return core.idle_error(limit, waiting_for)
+        return IdleTimeoutError.silence("streamfold", limit, waiting_for=waiting_for)
+
     if _async_library() == "trio":
         import trio
 
         with trio.move_on_after(idle_timeout):
             return await awaitable
-        raise IdleTimeoutError(f"{silence} for {idle_timeout} s (idle_timeout)")
+        raise silence()
     import asyncio
 
     if sys.version_info >= (3, 11):
@@ -691,13 +751,15 @@ async def _within(
                 return await awaitable
         except TimeoutError:
             if timeout.expired():
-                raise IdleTimeoutError(f"{silence} for {idle_timeout} s (idle_timeout)") from None
+                raise silence() from None
             raise
     return await _within_by_cancel(idle_timeout, awaitable, silence)
 
 
 async def _within_by_cancel(
-    idle_timeout: float, awaitable: Awaitable[Any], silence: str = "no response"
+    idle_timeout: float,
+    awaitable: Awaitable[Any],
+    silence: Callable[[], IdleTimeoutError] | None = None,
 ) -> Any:
     """``_within`` on asyncio without ``asyncio.timeout`` (Python 3.10): wait_for would run
     the awaitable in a task of its own, so the response's context would be entered there, and
@@ -719,7 +781,10 @@ async def _within_by_cancel(
         result = await awaitable
     except asyncio.CancelledError:
         if fired:
-            raise IdleTimeoutError(f"{silence} for {idle_timeout} s (idle_timeout)") from None
+            if silence is None:
+                error = IdleTimeoutError.silence("streamfold", idle_timeout, waiting_for="response")
+                raise error from None
+            raise silence() from None
         raise
     finally:
         handle.cancel()
@@ -776,13 +841,15 @@ async def aevents_resumable(
     while True:
         error: Exception | None = None
         connected = False
+        waiting_for = "response"
         try:
             async with contextlib.AsyncExitStack() as stack:
-                chunks = await _within(idle_timeout, _open_async(connect, core, stack))
+                chunks = await _within(idle_timeout, _open_async(connect, core, stack), core=core)
+                waiting_for = "bytes"
                 pipeline = core.start()
                 while True:
                     try:
-                        chunk = await _next_chunk(chunks, idle_timeout)
+                        chunk = await _next_chunk(chunks, idle_timeout, core)
                     except StopAsyncIteration:
                         break
                     connected = True
@@ -791,6 +858,10 @@ async def aevents_resumable(
                     pipeline.raise_pending()
         except Exception as exc:
             error = exc
+            if idle_timeout is not None and _is_read_timeout(exc):
+                # httpx's own read timeout (``sf.astream`` sets it to idle_timeout) may fire
+                # before ours: the same silence.
+                error = core.idle_error(idle_timeout, waiting_for, _client_error(exc))
         ending = core.end(error, connected=connected)
         for event in ending.events:
             yield event
