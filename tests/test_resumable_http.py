@@ -348,17 +348,41 @@ def check_no_response(error: BaseException, provider: str) -> None:
 async def test_astream_idle_timeout_covers_a_first_request_that_never_answers(
     anyio_backend: str, stream_server: StreamServer, rid: str
 ) -> None:
-    # The first request too: nothing for idle_timeout is an error, not a 600 s wait.
+    # The first request too: nothing for idle_timeout is an IdleTimeoutError, as it is on a
+    # reconnection (it was httpx's ReadTimeout, which `except sf.StreamfoldError` and
+    # `except TimeoutError` let through), with httpx's exception as its cause.
     import httpx
 
     params = {"rid": rid, "head_stall": 5}
     url = stream_server.url("/stream/onecortex")
-    with pytest.raises(httpx.ReadTimeout):
+    with pytest.raises(sf.StreamfoldError) as info:
         async with sf.astream(
             "GET", url, provider="onecortex", params=params, idle_timeout=0.3
         ) as s:
             await s.fold()
+    check_no_response(info.value, "onecortex")
+    assert isinstance(info.value.__cause__, httpx.ReadTimeout)
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
+@pytest.mark.parametrize("enter", ["with", "fold"])
+def test_stream_idle_timeout_covers_a_first_request_that_never_answers(
+    stream_server: StreamServer, rid: str, enter: str
+) -> None:
+    import httpx
+
+    params = {"rid": rid, "head_stall": 5}
+    url = stream_server.url("/stream/onecortex")
+    stream = sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=0.3)
+    with pytest.raises(sf.StreamfoldError) as info:
+        if enter == "with":
+            with stream:
+                pass
+        else:
+            stream.fold()
+    check_no_response(info.value, "onecortex")
+    assert isinstance(info.value.__cause__, httpx.ReadTimeout)
+    assert stream_server.wait_disconnect(rid, 2.0)
 
 
 @pytest.mark.anyio

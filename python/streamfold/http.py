@@ -46,7 +46,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any
 
 from ._transport import connection_lost, is_transport_error
-from .errors import ProtocolError, StreamError, StreamfoldError
+from .errors import IdleTimeoutError, ProtocolError, StreamError, StreamfoldError
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 
 if TYPE_CHECKING:
@@ -740,6 +740,31 @@ class _StreamBase:
         timeout = httpx.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
         return {**kwargs, "timeout": timeout}
 
+    def _silent(self, exc: Exception) -> Exception:
+        """``exc``, raised while the first request waited for its response's head: httpx's
+        read timeout, which ``_timed`` bounds by ``idle_timeout``, is that silence, raised as
+        ``IdleTimeoutError`` (as a reconnection's is), caused by httpx's exception."""
+        idle = self._resume_options["idle_timeout"]
+        if idle is None:
+            return exc
+        import httpx
+
+        if not isinstance(exc, httpx.ReadTimeout):
+            return exc
+        name = self.provider
+        error = IdleTimeoutError.silence(name, idle, waiting_for="response")
+        error.__cause__ = exc
+        return error
+
+    def _opening_failed(self, exc: BaseException) -> BaseException:
+        """What ``open()`` raises for ``exc``: a silent server as ``IdleTimeoutError``; a
+        ``StreamfoldError`` carries ``.partial`` (the empty message) as every error of a fold."""
+        if isinstance(exc, Exception):
+            exc = self._silent(exc)
+        if isinstance(exc, StreamfoldError):
+            self._annotate(exc)
+        return exc
+
     @property
     def folder(self) -> Folder:
         """The fold of the events read so far."""
@@ -819,9 +844,12 @@ class EventStream(_StreamBase):
             raise RuntimeError("this stream is closed")
         try:
             self.response = self._send(self._request_kwargs)
-        except BaseException:
+        except BaseException as exc:
             self.close()
-            raise
+            error = self._opening_failed(exc)
+            if error is exc:
+                raise
+            raise error from exc
 
     def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
         import httpx
@@ -946,9 +974,12 @@ class AsyncEventStream(_StreamBase):
             raise RuntimeError("this stream is closed")
         try:
             self.response = await self._send(self._request_kwargs)
-        except BaseException:
+        except BaseException as exc:
             await self.aclose()
-            raise
+            error = self._opening_failed(exc)
+            if error is exc:
+                raise
+            raise error from exc
 
     async def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
         import httpx
@@ -1056,7 +1087,9 @@ def stream(
     ``Last-Event-ID``); OpenAI Responses resumes on a different URL, so use
     :func:`streamfold.fold_resumable` with your own ``connect`` there. A stream that never sent
     an id or a sequence is never re-requested. ``max_reconnects``, ``idle_timeout``,
-    ``initial_delay`` and ``max_delay`` are those of :func:`streamfold.events_resumable`.
+    ``initial_delay`` and ``max_delay`` are those of :func:`streamfold.events_resumable`;
+    ``idle_timeout`` also bounds the wait for the first response's head (``IdleTimeoutError``,
+    caused by httpx's ``ReadTimeout``).
     """
     return EventStream(
         method,
