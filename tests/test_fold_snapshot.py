@@ -277,3 +277,29 @@ def test_a_snapshot_rebuilds_a_changed_block_whole_and_only_partial_arguments_li
     live = new_call.partial_arguments()
     assert old_call.partial_arguments() is live  # the accumulator's object, grown in place
     assert live == {"q": "abc"}  # `"n": 1` may still grow: left out
+
+
+def test_open_call_with_an_integer_past_the_digit_limit_says_so() -> None:
+    # No value of these arguments can be read (Python's int digit limit, as json.loads): the
+    # open call's snapshot said nothing (no arguments, no error) where the closed call says
+    # why; now both give the same error.
+    import sys
+
+    digits = "1" * (sys.get_int_max_str_digits() + 1)
+    f = sf.Folder()
+    f.add(MessageStart())
+    f.add(BlockStart(index=0, kind="tool_call", id="c", name="count"))
+    f.add(BlockDelta(index=0, kind="tool_call", text='{"n": ' + digits + ", "))
+    open_call = f.snapshot().tool_calls[0]
+    assert open_call.complete is False
+    assert open_call.arguments is None
+    assert open_call.partial_arguments() is None
+    assert open_call.error is not None
+    assert open_call.error.startswith("unreadable JSON arguments: ")
+    assert "digits" in open_call.error
+    f.add(BlockDelta(index=0, kind="tool_call", text='"m": 1}'))
+    assert f.snapshot().tool_calls[0].error == open_call.error
+    f.add(BlockEnd(index=0, kind="tool_call"))
+    closed = f.snapshot().tool_calls[0]
+    assert (closed.complete, closed.arguments) == (True, None)
+    assert closed.error == open_call.error

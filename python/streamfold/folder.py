@@ -249,6 +249,7 @@ class _Call:
                 arguments_partial=self.partial,
             )
         broken = self.broken
+        error = self.error
         if broken is not None:
             if len(broken) > 1:
                 broken[:] = ["".join(broken)]
@@ -259,8 +260,13 @@ class _Call:
             text = self.acc.text
             try:
                 partial = self.acc.partial()
-            except ValueError:  # an integer over Python's digit limit
+            except ValueError as exc:
+                # An integer over Python's digit limit: no value can be read from the text,
+                # now or once the call closes, and the call says so as the closed one will
+                # (``parse``), rather than showing no arguments and no error.
                 partial = None
+                if error is None:
+                    error = f"unreadable JSON arguments: {exc}"
         return ToolCall(
             index=self.position,
             id=self.id,
@@ -268,7 +274,7 @@ class _Call:
             arguments=None,
             arguments_json=text,
             complete=False,
-            error=self.error,
+            error=error,
             block=block,
             extra=self.extra,
             arguments_partial=partial,

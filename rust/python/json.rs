@@ -801,8 +801,13 @@ struct Inner {
 ///   replaces the old one when it appears;
 /// - ``None`` before any value has begun.
 ///
-/// It never raises on a valid prefix. Its cost is proportional to what arrived since the
-/// previous call, not to the whole text: the value is built once and extended in place, so
+/// It never raises on a valid prefix but in one case: an integer longer than Python's ``int``
+/// digit limit, once it has ended, raises the ``ValueError`` that ``value()`` raises for it (as
+/// ``json.loads`` does): no value of the text can be read then, and leaving the number out would
+/// show a wrong value. A fold reports it on the call (``ToolCall.error``).
+///
+/// Its cost is proportional to what arrived since the previous call, not to the whole text:
+/// the value is built once and extended in place, so
 /// ``partial()`` returns the same live object every time (the same ``dict`` or ``list``,
 /// growing). Do not modify it; copy it (``copy.deepcopy``) to keep a snapshot. Strings are
 /// immutable, so the open string is replaced by a longer one at each call; this is done by
