@@ -533,3 +533,64 @@ def test_stream_without_resume_raises_while_iterating(stream_server: StreamServe
     assert info.value.partial is not None
     assert "reconnecting is off" in info.value.message
     assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fault", ["cut", "stall"])
+async def test_a_lost_connection_given_up_is_a_connection_lost_error(
+    client: Client, stream_server: StreamServer, rid: str, fault: str
+) -> None:
+    # The connection fails mid-body (cut, or silent past idle_timeout) and the stream cannot
+    # resume: ConnectionLostError, as sf.fold(response) raises for the same failure; it was a
+    # plain IncompleteStreamError, which `except sf.ConnectionLostError` let through.
+    url = stream_server.url("/generate")
+    query: dict[str, Any] = {"rid": rid, "n": 20}
+    options: dict[str, Any] = dict(FAST)
+    if fault == "cut":
+        query["cut"] = 400
+    else:
+        query.update(stall=5, stall_at=400)
+        options["idle_timeout"] = 0.3
+    with pytest.raises(sf.ConnectionLostError) as info:
+        await client.fold_resumable(url, "openai", query, **options)
+    assert info.value.partial is not None
+    assert info.value.__cause__ is not None
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_clean_end_given_up_is_not_a_connection_lost_error(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/generate")
+    query = {"rid": rid, "n": 20, "end": 400}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "openai", query, **FAST)
+    assert not isinstance(info.value, sf.ConnectionLostError)
+    assert info.value.__cause__ is None
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_stream_connection_cut_is_a_connection_lost_error(
+    stream_server: StreamServer, rid: str, resume: bool
+) -> None:
+    url = stream_server.url("/generate", rid=rid, n=20, cut=400)
+    with (
+        pytest.raises(sf.ConnectionLostError) as info,
+        sf.stream("GET", url, provider="openai", resume=resume) as s,
+    ):
+        s.fold()
+    assert info.value.partial is not None
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_connection_cut_is_a_connection_lost_error(
+    anyio_backend: str, stream_server: StreamServer, rid: str
+) -> None:
+    url = stream_server.url("/generate", rid=rid, n=20, cut=400)
+    with pytest.raises(sf.ConnectionLostError) as info:
+        async with sf.astream("GET", url, provider="openai") as s:
+            await s.fold()
+    assert info.value.partial is not None

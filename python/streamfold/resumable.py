@@ -421,7 +421,12 @@ class _Resumer:
 
     def _give_up(self, why: str, cause: BaseException | None) -> IncompleteStreamError:
         name = self.name
-        exc = IncompleteStreamError(
+        # The last connection failed (a transport error, a silence past idle_timeout): a
+        # ConnectionLostError, as sf.fold gives for the same failure; a clean end of the body
+        # or a refused reconnection stays a plain IncompleteStreamError.
+        lost = cause is not None and is_transport_error(cause)
+        kind = ConnectionLostError if lost else IncompleteStreamError
+        exc = kind(
             f"{name}: the stream is incomplete after {self.bytes_seen} bytes and "
             f"{self.attempt + 1} connection(s): {why}",
             provider=name,
