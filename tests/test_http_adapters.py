@@ -525,6 +525,46 @@ def test_stream_snapshot_follows_the_events(stream_server: StreamServer) -> None
     assert len(set(texts)) == len(texts)
 
 
+@pytest.mark.parametrize(
+    ("example", "error"),
+    [
+        ("anthropic_overloaded_error.sse", sf.StreamError),
+        ("openai_cut_connection.sse", sf.IncompleteStreamError),
+    ],
+)
+def test_stream_fold_after_the_loop_raised_raises_that_error_again(
+    stream_server: StreamServer, example: str, error: type[sf.StreamfoldError]
+) -> None:
+    # A loop that caught the stream's error, then asks for the message: fold() raises that
+    # error again. It raised IncompleteStreamError ("the events ended without the provider's
+    # terminal event"), which turned a provider's overloaded_error into a cut stream.
+    provider = example.split("_", maxsplit=1)[0]
+    with sf.stream("GET", stream_server.url(f"/example/{example}"), provider=provider) as s:
+        with pytest.raises(error) as first:
+            for _ in s:
+                pass
+        with pytest.raises(error) as again:
+            s.fold()
+    assert again.value is first.value
+    assert again.value.partial is not None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_fold_after_the_loop_raised_raises_that_error_again(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/example/anthropic_overloaded_error.sse")
+    async with sf.astream("GET", url, provider="anthropic") as s:
+        with pytest.raises(sf.StreamError) as first:
+            async for _ in s:
+                pass
+        with pytest.raises(sf.StreamError) as again:
+            await s.fold()
+    assert again.value is first.value
+    assert again.value.code == "overloaded_error"
+
+
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
     url = stream_server.url("/stream/onecortex", status=429)
     stream = sf.stream("GET", url, provider="onecortex")

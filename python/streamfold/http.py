@@ -711,6 +711,8 @@ class _StreamBase:
         self.response: httpx.Response | None = None
         self._closed = False
         self._entered = False
+        #: The error that ended the stream, raised again by ``fold()``.
+        self._error: StreamfoldError | None = None
 
     def _options(self) -> dict[str, Any]:
         # One path with or without resume: without it, no reconnection, but the same rules
@@ -786,9 +788,14 @@ class _StreamBase:
         return self.folder.snapshot()
 
     def _result(self) -> Message:
+        if self._error is not None:
+            # The stream ended with this error: fold() says so again, rather than that the
+            # events merely stopped before the terminal event.
+            raise self._error
         return self.folder.result()
 
     def _annotate(self, exc: StreamfoldError) -> None:
+        self._error = exc
         if getattr(exc, "partial", None) is None:
             self.folder.annotate_error(exc)
 
