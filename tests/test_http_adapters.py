@@ -890,6 +890,27 @@ def test_requests_response_read_without_stream_folds_too(stream_server: StreamSe
     assert expected.complete
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_an_async_client_response_read_already_folds_with_the_sync_api(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # `await client.get(url)` has the whole body in memory, so sf.fold/sf.events read it;
+    # closing it raised httpx's RuntimeError ("Attempted to call an sync close on an async
+    # stream"), also over the StreamError of an error status.
+    import httpx
+
+    provider, _, body = STREAMS["onecortex"]
+    async with httpx.AsyncClient() as client:
+        whole = await client.get(stream_server.url("/stream/onecortex"))
+        assert sf.fold(whole, provider=provider) == sf.fold([body], provider=provider)
+        assert [type(e) for e in sf.events(whole, provider=provider)][-1] is sf.MessageEnd
+        refused = await client.get(stream_server.url("/stream/onecortex", status=429))
+        with pytest.raises(sf.StreamError) as info:
+            sf.fold(refused, provider=provider)
+    assert info.value.status == 429
+
+
 def test_non_response_object_is_a_type_error() -> None:
     import httpx
 

@@ -377,6 +377,14 @@ def _check_sync(
         content_type = response.headers.get("content-type", "")
         raise _content_type_error(provider, content_type, text, status) from failure
     finally:
+        _close_sync(response)
+
+
+def _close_sync(response: Any) -> None:
+    """Close a sync client's response. An httpx response read already is closed already,
+    and may be an ``AsyncClient``'s (its body in memory, so the sync API reads it), whose
+    sync ``close()`` raises ``RuntimeError``."""
+    if getattr(response, "is_closed", False) is not True:
         response.close()
 
 
@@ -392,7 +400,7 @@ def _closing_body(
         try:
             chunks.close()
         finally:
-            response.close()
+            _close_sync(response)
 
 
 @contextlib.contextmanager
