@@ -565,6 +565,34 @@ async def test_astream_fold_after_the_loop_raised_raises_that_error_again(
     assert again.value.code == "overloaded_error"
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_temporary_clients_share_one_ssl_context(
+    anyio_backend: str, stream_server: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each temporary client made its own SSL context (certifi's CA bundle loaded: 20-30 ms of
+    # CPU, blocking the event loop for astream) on every stream opened without client=.
+    import ssl
+
+    made: list[ssl.SSLContext] = []
+    create = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(create(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    provider, _, body = STREAMS["onecortex"]
+    url = stream_server.url("/stream/onecortex")
+    expected = sf.fold([body], provider=provider)
+    for _ in range(3):
+        with sf.stream("GET", url, provider=provider) as s:
+            assert s.fold() == expected
+        async with sf.astream("GET", url, provider=provider) as a:
+            assert await a.fold() == expected
+    assert len(made) <= 1  # none when an earlier test made the shared one
+
+
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
     url = stream_server.url("/stream/onecortex", status=429)
     stream = sf.stream("GET", url, provider="onecortex")
