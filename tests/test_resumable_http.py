@@ -594,3 +594,44 @@ async def test_astream_connection_cut_is_a_connection_lost_error(
         async with sf.astream("GET", url, provider="openai") as s:
             await s.fold()
     assert info.value.partial is not None
+
+
+@pytest.mark.anyio
+async def test_another_providers_stream_is_named_not_passed_off_as_cut(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # An Anthropic stream read as OpenAI ends without OpenAI's terminal event: the error says
+    # which provider its frames read as, as sf.fold's does; it said only that the connection
+    # ended and could not be resumed, as for a stream cut short.
+    url = stream_server.url("/generate")
+    query = {"rid": rid, "provider": "anthropic", "n": 5}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        await client.fold_resumable(url, "openai", query, **FAST)
+    assert "provider='anthropic' or 'auto' reads it" in str(info.value)
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_body_that_is_no_stream_is_a_protocol_error(
+    client: Client, stream_server: StreamServer, rid: str
+) -> None:
+    # JSON lines served as text/event-stream: not one SSE frame. sf.fold raises ProtocolError
+    # ("not an event stream"); the resumable forms raised IncompleteStreamError.
+    url = stream_server.url("/stream/cohere-v1")
+    query = {"rid": rid, "ctype": "text/event-stream"}
+    with pytest.raises(sf.ProtocolError) as info:
+        await client.fold_resumable(url, "openai", query, **FAST)
+    assert "not an event stream" in str(info.value)
+    assert "cohere-v1" in str(info.value)
+    assert len(stream_server.seen(rid)) == 1
+
+
+def test_stream_names_another_providers_stream(stream_server: StreamServer, rid: str) -> None:
+    url = stream_server.url("/generate", rid=rid, provider="anthropic", n=5)
+    with (
+        pytest.raises(sf.IncompleteStreamError) as info,
+        sf.stream("GET", url, provider="gemini") as s,
+    ):
+        s.fold()
+    assert "provider='anthropic' or 'auto' reads it" in str(info.value)
+    assert info.value.partial is not None

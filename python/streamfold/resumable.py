@@ -372,20 +372,29 @@ class _Resumer:
             return self._finish(events)
         if pipeline is not None and self.progress:
             self.failures = 0
+        # As sf.fold says it: a first body that is no stream at all (an HTML page, JSON lines
+        # read as SSE) is a ProtocolError, and another provider's stream is named, rather
+        # than either passing for a stream cut short.
+        hint = ""
+        if pipeline is not None:
+            not_a_stream = pipeline.not_a_stream() if error is None and self.attempt == 0 else None
+            if not_a_stream is not None:
+                return self._finish(events, not_a_stream)
+            hint = pipeline.misread_hint()
         cursor = self.cursor()
         if not cursor.can_resume:
             why = (
                 _how_it_ended(error)
             ) + " before the terminal event and the stream cannot be resumed (it sent no SSE id"
             why += " and no sequence number); it was not requested again"
-            return self._finish(events, self._give_up(why, error))
+            return self._finish(events, self._give_up(why + hint, error))
         if self.failures >= self.max_reconnects:
             why = f"gave up after {self.failures} reconnections without a new event"
             if self.max_reconnects == 0:
                 why = (
                     _how_it_ended(error)
                 ) + " before the terminal event and reconnecting is off (max_reconnects=0)"
-            return self._finish(events, self._give_up(why, error))
+            return self._finish(events, self._give_up(why + hint, error))
         self.failures += 1
         self.attempt += 1
         return _Ending(events, delay=self._delay(error))
