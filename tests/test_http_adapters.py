@@ -593,6 +593,56 @@ async def test_temporary_clients_share_one_ssl_context(
     assert len(made) <= 1  # none when an earlier test made the shared one
 
 
+@pytest.mark.parametrize(
+    ("example", "provider"),
+    [
+        ("anthropic_thinking.sse", "anthropic"),
+        ("clouisle_agent.sse", "clouisle"),
+        ("openai_parallel_tools.sse", "openai"),
+        ("cohere_v2_citations.sse", "cohere-v2"),
+    ],
+)
+def test_stream_text_stream_joins_to_the_folded_text(
+    stream_server: StreamServer, example: str, provider: str
+) -> None:
+    url = stream_server.url(f"/example/{example}", drip=1)
+    with sf.stream("GET", url, provider=provider) as s:
+        pieces = list(s.text_stream)
+        message = s.fold()
+    assert message.complete
+    assert "".join(pieces) == message.text
+    assert all(pieces)
+    assert not message.text or len(pieces) > 1
+
+
+def test_stream_text_stream_left_early_then_fold(stream_server: StreamServer) -> None:
+    url = stream_server.url("/generate", provider="anthropic", n=50, delta="héllo ")
+    with sf.stream("GET", url, provider="anthropic") as s:
+        first = next(iter(s.text_stream))
+        message = s.fold()
+    assert first == "héllo "
+    assert message.text == "héllo " * 50
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_text_stream(anyio_backend: str, stream_server: StreamServer) -> None:
+    url = stream_server.url("/example/gemini_thinking.sse", drip=1)
+    async with sf.astream("GET", url, provider="gemini") as s:
+        pieces = [piece async for piece in s.text_stream]
+        message = await s.fold()
+    assert "".join(pieces) == message.text
+    assert message.reasoning and message.reasoning not in "".join(pieces)
+    # Left early (no generator left for trio to finalize: warnings are errors here).
+    rid = f"text-stream-{anyio_backend}"
+    url = stream_server.url("/generate", provider="openai", n=3000, event_delay=0.002, rid=rid)
+    async with sf.astream("GET", url, provider="openai") as s:
+        async for piece in s.text_stream:
+            assert piece == "tok "
+            break
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+
+
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
     url = stream_server.url("/stream/onecortex", status=429)
     stream = sf.stream("GET", url, provider="onecortex")

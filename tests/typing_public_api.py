@@ -132,6 +132,9 @@ def streams(url: str, body: dict[str, Any], h: dict[str, str]) -> None:
         assert_type(s.fold(), sf.Message)
     for event in sf.stream("GET", url, provider="clouisle", resume=True, idle_timeout=30):
         print(event)
+    with sf.stream("POST", url, provider="anthropic", json=body) as s:
+        for text in s.text_stream:
+            assert_type(text, str)
 
 
 def resumable(client: httpx.Client, run_stream_url: str) -> None:
@@ -172,6 +175,8 @@ async def asynchronous(
         assert_type(s, sf.AsyncEventStream)
         async for event in s:
             assert_type(event, sf.Event)
+        async for text in s.text_stream:
+            assert_type(text, str)
         assert_type(await s.fold(), sf.Message)
 
     def connect(cursor: sf.Cursor) -> Any:

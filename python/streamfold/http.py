@@ -944,6 +944,15 @@ class EventStream(_StreamBase):
     def __iter__(self) -> Iterator[Event]:
         return self.events()
 
+    @property
+    def text_stream(self) -> Iterator[str]:
+        """The answer's text as it arrives, piece by piece: the text blocks of choice 0 (no
+        reasoning, tool calls or refusals), so the pieces join to ``Message.text``. Every event
+        is folded meanwhile: ``fold()`` afterwards returns the whole message (as the Anthropic
+        SDK's ``stream.text_stream`` and ``get_final_message()``). Shares the iterator of
+        ``events()``: the events read by one are not seen by the other."""
+        return _texts(self.events())
+
     def fold(self) -> Message:
         """Read the rest of the stream and return the final message.
 
@@ -1075,6 +1084,11 @@ class AsyncEventStream(_StreamBase):
         self._add(event)
         return event
 
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """The answer's text as it arrives (see ``EventStream.text_stream``)."""
+        return _AsyncTexts(self)
+
     async def fold(self) -> Message:
         """Read the rest of the stream and return the final message (see ``EventStream``)."""
         async for _ in self:
@@ -1091,6 +1105,42 @@ class AsyncEventStream(_StreamBase):
                 await aclose()
         finally:
             await self._stack.aclose()
+
+
+def _text_of(event: Event) -> str:
+    """The answer text an event adds: a text block's delta, or the text its start carries
+    (choice 0, the one ``fold()`` returns)."""
+    from .events import BlockDelta, BlockStart
+
+    if isinstance(event, (BlockDelta, BlockStart)) and event.kind == "text" and event.choice == 0:
+        return event.text
+    return ""
+
+
+def _texts(events: Iterator[Event]) -> Generator[str]:
+    for event in events:
+        text = _text_of(event)
+        if text:
+            yield text
+
+
+class _AsyncTexts:
+    """``AsyncEventStream.text_stream``: a class, not an async generator, for the reason
+    ``AsyncEventStream.__anext__`` gives (leaving the loop early abandons nothing)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: AsyncEventStream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> _AsyncTexts:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            text = _text_of(await self._stream.__anext__())
+            if text:
+                return text
 
 
 def stream(
