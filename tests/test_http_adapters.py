@@ -956,6 +956,28 @@ def test_requests_content_length_body_streams(stream_server: StreamServer, cut: 
             assert info.value.partial == fold_bytes(body[:cut], provider)[2]
 
 
+@pytest.mark.parametrize("name", ["onecortex", "cohere-v1"])
+def test_iter_sse_of_a_requests_response_hands_over_each_read(
+    stream_server: StreamServer, name: str
+) -> None:
+    # A requests.Response is iterable: 128-byte blocks, each awaited whole. A first frame
+    # followed by a silence (a model thinking) came only once the silence ended; now it comes
+    # at once, and leaving during the silence is seen by the server.
+    import requests
+
+    body = STREAMS[name][2]
+    jsonl = name == "cohere-v1"
+    first = body.index(b"\n" if jsonl else b"\n\n", 20) + (1 if jsonl else 2)
+    assert first % 128
+    rid = f"iter-frames-requests-{name}"
+    url = stream_server.url(f"/stream/{name}", stall=3, stall_at=first, length=1, rid=rid)
+    with requests.get(url, stream=True) as response:
+        frames = sf.iter_json_lines(response) if jsonl else sf.iter_sse(response)
+        frame = next(iter(frames))
+        assert frame
+    assert stream_server.wait_disconnect(rid, 2.0)  # left during the silence
+
+
 def test_requests_response_read_without_stream_folds_too(stream_server: StreamServer) -> None:
     # Without `stream=True` requests has read the whole body already: the same message.
     import requests

@@ -37,6 +37,18 @@ def _refuse_str(chunks: object, *, asynchronous: bool = False) -> None:
         )
 
 
+def _reads(chunks: Iterable[_Chunk]) -> Iterable[_Chunk]:
+    """The chunks to feed. A ``requests.Response`` iterates in blocks of 128 bytes, each
+    awaited whole (``iter_content(128)``): an event followed by a pause (a model thinking, a
+    ping) would wait for bytes that come later. Its body is read as ``sf.events`` reads it,
+    each read handed over as it arrives."""
+    from .http import _requests_body, _requests_response
+
+    if _requests_response(chunks) is not None:
+        return _requests_body(chunks)
+    return chunks
+
+
 def _frames(step: Callable[[_A], list[_T]], arg: _A) -> tuple[list[_T], ProtocolError | None]:
     """One decoder call: its frames, and the error to raise once they are delivered."""
     try:
@@ -51,7 +63,7 @@ def iter_sse(
     """Yield the server-sent events of a byte iterable, one decoder call per chunk."""
     _refuse_str(chunks)
     decoder = SSEDecoder(max_event_bytes=max_event_bytes)
-    for chunk in chunks:
+    for chunk in _reads(chunks):
         events, error = _frames(decoder.feed, chunk)
         yield from events
         if error is not None:
@@ -87,7 +99,7 @@ def iter_json_lines(
     """Yield the parsed value of every non-blank line of a newline-delimited JSON stream."""
     _refuse_str(chunks)
     decoder = JsonLinesDecoder(max_line_bytes=max_line_bytes)
-    for chunk in chunks:
+    for chunk in _reads(chunks):
         values, error = _frames(decoder.feed, chunk)
         yield from values
         if error is not None:
