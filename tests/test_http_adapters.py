@@ -643,6 +643,83 @@ async def test_astream_text_stream(anyio_backend: str, stream_server: StreamServ
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
+#: The first connection stalls mid-body; or it is cut and its reconnection stalls.
+CLOSE_DURING_A_READ: dict[str, dict[str, Any]] = {
+    "first": {"stall": 5, "stall_at": 400},
+    "reconnection": {"cut": 300, "cut_on": "0", "stall": 5, "stall_at": 20, "stall_on": "1"},
+}
+
+
+@pytest.mark.parametrize("which", list(CLOSE_DURING_A_READ))
+def test_stream_close_from_another_thread_ends_the_read(
+    stream_server: StreamServer, which: str
+) -> None:
+    # A "stop" from another thread while the reading one is blocked: close() raised
+    # ValueError ("generator already executing") and the read went on until the server spoke
+    # again, then ended in ConnectionLostError. Now the read ends and the loop with it.
+    import threading
+    import time
+
+    rid = f"close-from-thread-{which}"
+    url = stream_server.url("/stream/onecortex", rid=rid, **CLOSE_DURING_A_READ[which])
+    s = sf.stream("GET", url, provider="onecortex", resume=True, initial_delay=0.005)
+    s.open()
+    events: list[sf.Event] = []
+    failures: list[BaseException] = []
+    reading = threading.Event()
+
+    def read() -> None:
+        try:
+            for event in s:
+                events.append(event)
+                if len(events) == 3:
+                    reading.set()
+        except BaseException as exc:  # reported by the test
+            failures.append(exc)
+        finally:
+            reading.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert reading.wait(5)
+    time.sleep(0.1)  # the reader is now blocked on the silent server
+    s.close()
+    reader.join(10)
+    assert not failures
+    assert events
+    assert stream_server.wait_disconnect(rid, 2.0)  # left during the silence
+    assert len(stream_server.seen(rid)) == (1 if which == "first" else 2)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("which", list(CLOSE_DURING_A_READ))
+async def test_astream_aclose_from_another_task_ends_the_read(
+    anyio_backend: str, stream_server: StreamServer, which: str
+) -> None:
+    # aclose() from another task raised RuntimeError ("asynchronous generator is already
+    # running") and the reading task ended in ConnectionLostError.
+    rid = f"aclose-from-task-{which}-{anyio_backend}"
+    url = stream_server.url("/stream/onecortex", rid=rid, **CLOSE_DURING_A_READ[which])
+    events: list[sf.Event] = []
+    async with sf.astream("GET", url, provider="onecortex", resume=True, initial_delay=0.005) as s:
+        three = anyio.Event()
+
+        async def read() -> None:
+            async for event in s:
+                events.append(event)
+                if len(events) == 3:
+                    three.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            await three.wait()
+            await anyio.sleep(0.1)  # the reader is now awaiting the silent server
+            await s.aclose()
+    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
+    assert len(stream_server.seen(rid)) == (1 if which == "first" else 2)
+
+
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
     url = stream_server.url("/stream/onecortex", status=429)
     stream = sf.stream("GET", url, provider="onecortex")

@@ -738,6 +738,11 @@ class _StreamBase:
         self._entered = False
         #: The error that ended the stream, raised again by ``fold()``.
         self._error: StreamfoldError | None = None
+        #: The response being read (the first one, or a reconnection's).
+        self._current: httpx.Response | None = None
+        #: ``close()`` came from another thread (task) while it was reading: the read it ended
+        #: ends the loop, not as an error.
+        self._closed_elsewhere = False
 
     def _options(self) -> dict[str, Any]:
         # One path with or without resume: without it, no reconnection, but the same rules
@@ -746,9 +751,16 @@ class _StreamBase:
         if not self._resume:
             options["max_reconnects"] = 0
         options.update(
-            provider=self.provider, strict=self._strict, max_event_bytes=self._max_event_bytes
+            provider=self.provider,
+            strict=self._strict,
+            max_event_bytes=self._max_event_bytes,
+            on_reconnect=self._before_reconnect,
         )
         return options
+
+    def _before_reconnect(self, cursor: Cursor, delay: float, error: Exception | None) -> None:
+        if self._closed_elsewhere:  # the connection was ended by close(): no reconnection
+            raise _Closed
 
     def _timed(self, client: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` with a read timeout of at most ``idle_timeout``: a server that accepts
@@ -900,10 +912,21 @@ class EventStream(_StreamBase):
 
     def _connect(self, cursor: Cursor) -> Any:
         if cursor.attempt == 0 and self.response is not None:
+            self._current = self.response
             return self.response
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
         assert self._client is not None
-        return self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
+        return self._tracked(
+            self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
+        )
+
+    @contextlib.contextmanager
+    def _tracked(
+        self, manager: contextlib.AbstractContextManager[httpx.Response]
+    ) -> Generator[httpx.Response]:
+        with manager as response:
+            self._current = response
+            yield response
 
     def _make_iterator(self) -> Iterator[Event]:
         self.open()
@@ -925,8 +948,14 @@ class EventStream(_StreamBase):
             for event in iterator:
                 self._add(event)
                 yield event
-        except StreamfoldError as exc:
-            self._annotate(exc)
+        except Exception as exc:
+            if self._closed_elsewhere:
+                # Another thread closed the stream while this one read: the read it ended
+                # ends the loop, as a close() between two events would.
+                self.close()
+                return
+            if isinstance(exc, StreamfoldError):
+                self._annotate(exc)
             self.close()
             raise
         except GeneratorExit:
@@ -965,13 +994,21 @@ class EventStream(_StreamBase):
         return self._result()
 
     def close(self) -> None:
-        """Close the response (and the temporary client). Safe to call twice."""
+        """Close the response (and the temporary client). Safe to call twice, and from
+        another thread while one reads: its read is ended and its loop ends."""
         self._closed = True
         iterator = self._iterator
         try:
-            close = getattr(iterator, "close", None)
-            if close is not None:
-                close()
+            if getattr(iterator, "gi_running", False):
+                # Another thread is inside the iterator, blocked in a read: a generator cannot
+                # be closed from outside while it runs, and closing a socket does not wake a
+                # read blocked on it; shutting it down does.
+                self._closed_elsewhere = True
+                _shutdown_read(self._current)
+            else:
+                close = getattr(iterator, "close", None)
+                if close is not None:
+                    close()
         finally:
             self._stack.close()
 
@@ -1041,10 +1078,21 @@ class AsyncEventStream(_StreamBase):
 
     def _connect(self, cursor: Cursor) -> Any:
         if cursor.attempt == 0 and self.response is not None:
+            self._current = self.response
             return self.response
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
         assert self._client is not None
-        return self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
+        return self._tracked(
+            self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
+        )
+
+    @contextlib.asynccontextmanager
+    async def _tracked(
+        self, manager: contextlib.AbstractAsyncContextManager[httpx.Response]
+    ) -> AsyncGenerator[httpx.Response]:
+        async with manager as response:
+            self._current = response
+            yield response
 
     async def _make_iterator(self) -> AsyncIterator[Event]:
         await self.open()
@@ -1074,8 +1122,13 @@ class AsyncEventStream(_StreamBase):
         except StopAsyncIteration:
             await self.aclose()
             raise
-        except StreamfoldError as exc:
-            self._annotate(exc)
+        except Exception as exc:
+            if self._closed_elsewhere:
+                # Another task closed the stream while this one read (see EventStream).
+                await self.aclose()
+                raise StopAsyncIteration from None
+            if isinstance(exc, StreamfoldError):
+                self._annotate(exc)
             await self.aclose()
             raise
         except BaseException:
@@ -1096,15 +1149,44 @@ class AsyncEventStream(_StreamBase):
         return self._result()
 
     async def aclose(self) -> None:
-        """Close the response (and the temporary client). Safe to call twice."""
+        """Close the response (and the temporary client). Safe to call twice, and from
+        another task while one reads: its read is ended and its loop ends."""
         self._closed = True
         iterator = self._iterator
         try:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            if getattr(iterator, "ag_running", False):
+                # Another task is inside the iterator, awaiting a read: an async generator
+                # cannot be closed while it runs; closing the response ends that read.
+                self._closed_elsewhere = True
+                current = self._current
+                if current is not None:
+                    await current.aclose()
+            else:
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
         finally:
             await self._stack.aclose()
+
+
+class _Closed(Exception):
+    """Raised into the resumable machinery when ``close()`` ended its connection."""
+
+
+def _shutdown_read(response: httpx.Response | None) -> None:
+    """End a read blocked on ``response``'s connection in another thread: its socket (httpx's
+    ``network_stream`` extension) is shut down, which wakes the read; best effort."""
+    if response is None:
+        return
+    network_stream = response.extensions.get("network_stream")
+    get_extra_info = getattr(network_stream, "get_extra_info", None)
+    sock = get_extra_info("socket") if get_extra_info is not None else None
+    shutdown = getattr(sock, "shutdown", None)
+    if shutdown is not None:
+        import socket
+
+        with contextlib.suppress(OSError, ValueError):
+            shutdown(socket.SHUT_RDWR)
 
 
 def _text_of(event: Event) -> str:
