@@ -920,6 +920,28 @@ def test_stream_rejects_an_unknown_provider() -> None:
         sf.stream("GET", "http://127.0.0.1:9/", provider="nope")
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_other_kind_of_client_says_which_function_takes_it(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # It failed at the request with "'_AsyncGeneratorContextManager' object does not support
+    # the context manager protocol".
+    import httpx
+
+    url = stream_server.url("/stream/onecortex", rid="wrong-client")
+    async with httpx.AsyncClient() as async_client:
+        with pytest.raises(TypeError, match=r"use sf\.astream"):
+            sf.stream("GET", url, provider="onecortex", client=async_client)  # type: ignore[arg-type]
+    with httpx.Client() as sync_client:
+        with pytest.raises(TypeError, match=r"use sf\.stream"):
+            sf.astream("GET", url, provider="onecortex", client=sync_client)  # type: ignore[arg-type]
+        # The right kinds still stream.
+        with sf.stream("GET", url, provider="onecortex", client=sync_client) as s:
+            assert s.fold().complete
+    assert len(stream_server.seen("wrong-client")) == 1
+
+
 def test_stream_without_httpx_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "httpx", None)  # `import httpx` fails as if not installed
     for make in (sf.stream, sf.astream):

@@ -864,6 +864,7 @@ class EventStream(_StreamBase):
 
     def __init__(self, method: str, url: Any, **options: Any) -> None:
         super().__init__(method, url, **options)
+        _check_client(self._client, asynchronous=False)
         self._stack = contextlib.ExitStack()
         self._iterator: Iterator[Event] | None = None
 
@@ -1028,6 +1029,7 @@ class AsyncEventStream(_StreamBase):
 
     def __init__(self, method: str, url: Any, **options: Any) -> None:
         super().__init__(method, url, **options)
+        _check_client(self._client, asynchronous=True)
         self._stack = contextlib.AsyncExitStack()
         self._iterator: AsyncIterator[Event] | None = None
 
@@ -1167,6 +1169,25 @@ class AsyncEventStream(_StreamBase):
                     await aclose()
         finally:
             await self._stack.aclose()
+
+
+def _check_client(client: object, *, asynchronous: bool) -> None:
+    """Refuse the other kind of httpx client, saying which function takes it (it failed at
+    the request, with a TypeError about context manager protocols)."""
+    if client is None:
+        return
+    import httpx
+
+    if asynchronous and isinstance(client, httpx.Client):
+        raise TypeError(
+            "sf.astream(client=...) takes an httpx.AsyncClient, got an httpx.Client: "
+            "use sf.stream with it, or pass an httpx.AsyncClient"
+        )
+    if not asynchronous and isinstance(client, httpx.AsyncClient):
+        raise TypeError(
+            "sf.stream(client=...) takes an httpx.Client, got an httpx.AsyncClient: "
+            "use sf.astream with it (async with / async for), or pass an httpx.Client"
+        )
 
 
 class _Closed(Exception):
