@@ -1110,6 +1110,26 @@ async def test_an_async_client_response_read_already_folds_with_the_sync_api(
     assert info.value.status == 429
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_client_response_read_already_folds_with_the_async_api(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # The reverse of the test above: `client.get(url)` (httpx.Client) has the body in memory;
+    # sf.afold refused it ("this httpx.Response comes from httpx.Client: use sf.events").
+    import httpx
+
+    provider, _, body = STREAMS["onecortex"]
+    with httpx.Client() as client:
+        whole = client.get(stream_server.url("/stream/onecortex"))
+        refused = client.get(stream_server.url("/stream/onecortex", status=503))
+    assert await sf.afold(whole, provider=provider) == sf.fold([body], provider=provider)
+    assert [type(e) async for e in sf.aevents(whole, provider=provider)][-1] is sf.MessageEnd
+    with pytest.raises(sf.StreamError) as info:
+        await sf.afold(refused, provider=provider)
+    assert info.value.status == 503
+
+
 def test_non_response_object_is_a_type_error() -> None:
     import httpx
 

@@ -567,7 +567,10 @@ async def acheck_response(response: Any, provider: str) -> None:
 async def _aclose_response(response: Any, *, complete: bool) -> None:
     aiohttp_response = _aiohttp_response(response)
     if aiohttp_response is None:
-        await response.aclose()
+        # An httpx response read already is closed already, and may be an httpx.Client's,
+        # whose aclose() raises RuntimeError (see _close_sync).
+        if not response.is_closed:
+            await response.aclose()
     elif complete:
         # Whole body read: the connection goes back to the pool.
         aiohttp_response.release()
@@ -607,8 +610,10 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
             raise _not_a_response(source, asynchronous=True)
         import httpx
 
-        if isinstance(response.stream, httpx.SyncByteStream) and not isinstance(
-            response.stream, httpx.AsyncByteStream
+        if (
+            isinstance(response.stream, httpx.SyncByteStream)
+            and not isinstance(response.stream, httpx.AsyncByteStream)
+            and not response.is_stream_consumed  # read already: its body is in memory
         ):
             raise TypeError(
                 "this httpx.Response comes from httpx.Client: use sf.events / sf.fold "
