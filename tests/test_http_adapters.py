@@ -1151,6 +1151,37 @@ def test_an_async_iterable_given_to_a_sync_api_names_the_async_twin() -> None:
         anyio.run(source.aclose)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_request_of_the_other_kind_names_the_right_twin(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # A connect returning an AsyncClient's stream() or an aiohttp request to a sync function
+    # said only "expected an iterable of bytes chunks" (aiohttp's, iterable, failed deep in
+    # the decoder: "object of type '_asyncio.Future' has no len()"); an httpx.Client's
+    # stream() to an async function said "expected an iterable", the wrong kind.
+    import aiohttp
+    import httpx
+
+    url = stream_server.url("/stream/onecortex")
+    async with httpx.AsyncClient() as async_client, aiohttp.ClientSession() as session:
+        requests = [session.get(url), session.get(url)]  # closed below: never sent
+        with pytest.raises(TypeError, match=r"read by the async twins"):
+            sf.fold_resumable(lambda cursor: async_client.stream("GET", url), provider="onecortex")
+        with pytest.raises(TypeError, match=r"read by the async twins"):
+            sf.fold_resumable(lambda cursor: requests[0], provider="onecortex")
+        with pytest.raises(TypeError, match=r"read by the async twins"):
+            sf.fold(requests[1], provider="onecortex")
+        for request in requests:
+            request.close()
+    with httpx.Client() as client:
+        with pytest.raises(TypeError, match=r"pass this to their sync twins"):
+            await sf.afold_resumable(lambda cursor: client.stream("GET", url), provider="onecortex")
+        # The right twins read them.
+        message = sf.fold_resumable(lambda cursor: client.stream("GET", url), provider="onecortex")
+    assert message.complete
+
+
 # -- error bodies --------------------------------------------------------------------------------
 
 

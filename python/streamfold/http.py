@@ -334,22 +334,35 @@ def _httpx_is_async_only(response: httpx.Response) -> bool:
 def _not_a_response(source: object, *, asynchronous: bool = False) -> TypeError:
     kind = type(source)
     got = f"{kind.__module__}.{kind.__qualname__}"
-    if asynchronous and isinstance(source, Iterable):
-        # A list of chunks is an iterable of bytes, just not an async one: say so.
+    if asynchronous and (isinstance(source, Iterable) or hasattr(source, "__enter__")):
+        # A list of chunks is an iterable of bytes, just not an async one; httpx.Client's
+        # stream() is a sync context manager: say so.
         return TypeError(
             f"expected an async iterable of bytes chunks or an HTTP response, got {got}: the "
-            "async functions (aevents, afold, astream) read with `async for`; pass this to "
-            "their sync twins (events, fold, stream), or wrap it in an async generator"
+            "async functions (aevents, afold, astream, aevents_resumable, afold_resumable) "
+            "read with `async for` or `async with`; pass this to their sync twins (events, "
+            "fold, stream, events_resumable, fold_resumable), or use an async client"
         )
-    if not asynchronous and isinstance(source, AsyncIterable):
+    if not asynchronous and _is_async_source(source):
         return TypeError(
             f"expected an iterable of bytes chunks or an HTTP response, got {got}: an async "
-            "iterable is read by the async twins (aevents, afold, astream) with `async for` "
-            "or `await`"
+            "iterable, awaitable or async context manager (an httpx.AsyncClient's or "
+            "aiohttp's request) is read by the async twins (aevents, afold, astream, "
+            "aevents_resumable, afold_resumable) with `async for`, `await` or `async with`"
         )
     return TypeError(
-        "expected an iterable of bytes chunks or an HTTP response (httpx.Response, "
-        f"aiohttp.ClientResponse, requests.Response), got {got}"
+        f"expected {'an async' if asynchronous else 'an'} iterable of bytes chunks or an HTTP "
+        f"response (httpx.Response, aiohttp.ClientResponse, requests.Response), got {got}"
+    )
+
+
+def _is_async_source(source: object) -> bool:
+    """Something only the async API can read: an async iterable, an awaitable (a coroutine,
+    aiohttp's request) or an async context manager (``AsyncClient.stream(...)``)."""
+    return (
+        isinstance(source, AsyncIterable)
+        or hasattr(source, "__aenter__")
+        or hasattr(source, "__await__")
     )
 
 

@@ -69,7 +69,16 @@ def sync_byte_chunks(
 @contextlib.contextmanager
 def _opened_chunks(source: Any, provider: str) -> Iterator[Iterator[bytes]]:
     refuse_str(source)
-    if not isinstance(source, Iterable) or _looks_like_response(source):
+    if (
+        not isinstance(source, Iterable)
+        or _looks_like_response(source)
+        # aiohttp's request is iterable too (a legacy `yield from`), of futures, not bytes:
+        # an async context manager or awaitable is refused, naming the async twins.
+        or (
+            type(source).__module__ != "builtins"
+            and (hasattr(source, "__aenter__") or hasattr(source, "__await__"))
+        )
+    ):
         from .http import sync_response_chunks
 
         with sync_response_chunks(source, provider) as it:
