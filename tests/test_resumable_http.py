@@ -385,6 +385,24 @@ def test_stream_idle_timeout_covers_a_first_request_that_never_answers(
     assert stream_server.wait_disconnect(rid, 2.0)
 
 
+def test_stream_own_shorter_read_timeout_stays_httpx_read_timeout(
+    stream_server: StreamServer, rid: str
+) -> None:
+    # The caller's own read timeout, shorter than idle_timeout, fired: not idle_timeout's
+    # silence, so not reported as "no response for 5 s (idle_timeout)".
+    import httpx
+
+    params = {"rid": rid, "head_stall": 5}
+    url = stream_server.url("/stream/onecortex")
+    timeout = httpx.Timeout(5.0, read=0.3)
+    with (
+        pytest.raises(httpx.ReadTimeout),
+        sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=5, timeout=timeout),
+    ):
+        pass
+    assert stream_server.wait_disconnect(rid, 2.0)
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("client_kind", ["httpx-async-asyncio", "httpx-async-trio", "aiohttp"])
 async def test_idle_timeout_covers_a_first_connection_that_never_answers(
