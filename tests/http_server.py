@@ -12,6 +12,9 @@ Endpoints (GET or POST):
 ``/stream/{name}``            a hand-written stream of :data:`STREAMS` (Onecortex with SSE ids,
                               Clouisle with run sequences, OpenAI Responses with
                               ``sequence_number``, Cohere v1 JSON lines)
+``/run/{name}/events``        a Clouisle run's JSON catch-up (``clouisle-run``; ``…@M``: a
+                              run still going, buffered up to sequence M), ``after_sequence=``
+``/run/{name}/stream``        that run's stream (``/stream/{name}``, resumable the same way)
 ``/generate``                 a generated stream: ``provider=openai|anthropic``, ``n=`` events
                               (text deltas), ``delta=`` the text of each
 ``/html``                     a 200 HTML page (a proxy's login page, say)
@@ -157,6 +160,68 @@ def _clouisle() -> str:
     return "".join(out)
 
 
+def clouisle_run_events() -> list[dict[str, Any]]:
+    """A Clouisle durable run as the platform buffers it: each event the envelope ``{run_id,
+    sequence, timestamp, round_id, message_id, type, payload}``, the event's own fields in
+    ``payload`` (``AgentRunStream.publish``): retrieval, reasoning, text, a tool call and its
+    result, more text, the usage and the run's end."""
+    events: list[tuple[str, str | None, dict[str, Any]]] = [
+        ("run_start", None, {"status": "running", "run_id": "run-7"}),
+        ("message_start", "m-7", {"conversation_id": "c-7", "message_id": "m-7"}),
+        ("rag_start", "m-7", {}),
+        ("rag_context", "m-7", {"contexts": [{"citation_id": "s1", "content": "Föhn."}]}),
+        ("reasoning_start", "m-7", {}),
+        ("reasoning_delta", "m-7", {"delta": "Il faut la météo "}),
+        ("reasoning_delta", "m-7", {"delta": "de Zürich ☁️."}),
+        ("reasoning_end", "m-7", {}),
+        ("content_delta", "m-7", {"delta": "Je regarde. "}),
+        (
+            "tool_call",
+            "m-7",
+            {"tool_call_id": "call-1", "tool_name": "weather", "arguments": {"city": "Zürich"}},
+        ),
+        (
+            "tool_result",
+            "m-7",
+            {
+                "tool_call_id": "call-1",
+                "tool_name": "weather",
+                "result": "21 °C",
+                "is_error": False,
+            },
+        ),
+        ("content_delta", "m-7", {"delta": "À Zürich il fait "}),
+        ("content_delta", "m-7", {"delta": "21 °C [[cite:s1]] 🌤️."}),
+        (
+            "message_end",
+            None,
+            {
+                "usage": {"prompt_tokens": 120, "completion_tokens": 24, "total_tokens": 144},
+                "elapsed_ms": 840,
+                "status": "completed",
+            },
+        ),
+        ("run_end", None, {"status": "completed", "message_id": "m-7"}),
+    ]
+    return [
+        {
+            "run_id": "run-7",
+            "sequence": sequence,
+            "timestamp": f"2026-05-01T10:00:{sequence:02d}+00:00",
+            "round_id": "rnd-1",
+            "message_id": message_id,
+            "type": kind,
+            "payload": payload,
+        }
+        for sequence, (kind, message_id, payload) in enumerate(events, start=1)
+    ]
+
+
+def _clouisle_run() -> str:
+    """The run of :func:`clouisle_run_events` as its stream sends it (``sse_events``)."""
+    return "".join(_sse(event["type"], event) for event in clouisle_run_events())
+
+
 def _openai_responses() -> str:
     """An OpenAI Responses stream with ``sequence_number`` (resumable with starting_after)."""
     response = {"id": "resp_1", "object": "response", "model": "gpt-4.1", "status": "in_progress"}
@@ -261,6 +326,7 @@ def _openai_with_usage() -> str:
 STREAMS: dict[str, tuple[str, str, bytes]] = {
     "onecortex": ("onecortex", SSE, _onecortex().encode()),
     "clouisle": ("clouisle", SSE, _clouisle().encode()),
+    "clouisle-run": ("clouisle", SSE, _clouisle_run().encode()),
     "openai-responses": ("openai-responses", SSE, _openai_responses().encode()),
     "cohere-v1": ("cohere-v1", NDJSON, _cohere_v1().encode()),
     "chat-no-model": ("auto", SSE, _chat_without_model().encode()),
@@ -498,6 +564,32 @@ class StreamServer:
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         found = STREAMS.get(request.match_info["name"])
+        if found is None:
+            raise web.HTTPNotFound()
+        _, content_type, body = found
+        return await self._serve(request, body, content_type)
+
+    async def run_events(self, request: web.Request) -> web.StreamResponse:
+        """A Clouisle run's catch-up, ``…/chat/runs/{run_id}/events?after_sequence=N``: the
+        buffered events with a sequence above N, as ``{"code": 0, "data": [...], "msg"}``.
+        ``clouisle-run@M``: a run still going, its events buffered up to sequence M."""
+        name, _, upto = request.match_info["name"].partition("@")
+        if name != "clouisle-run":
+            raise web.HTTPNotFound()
+        self._attempt(request)
+        after = max(int(request.query.get("after_sequence", "0")), 0)
+        last = int(upto) if upto else None
+        data = [
+            event
+            for event in clouisle_run_events()
+            if event["sequence"] > after and (last is None or event["sequence"] <= last)
+        ]
+        return web.json_response({"code": 0, "data": data, "msg": "success"})
+
+    async def run_stream(self, request: web.Request) -> web.StreamResponse:
+        """The run's stream, ``…/chat/runs/{run_id}/stream?after_sequence=N`` (the whole run,
+        whatever its catch-up had buffered yet)."""
+        found = STREAMS.get(request.match_info["name"].partition("@")[0])
         if found is None:
             raise web.HTTPNotFound()
         _, content_type, body = found
@@ -746,6 +838,8 @@ def start_server(*, record: bool = True) -> StreamServer:
             app.router.add_route(method, "/capture/{folder}/{name}", server.capture)
             app.router.add_route(method, "/example/{file}", server.example)
             app.router.add_route(method, "/stream/{name}", server.stream)
+            app.router.add_route(method, "/run/{name}/events", server.run_events)
+            app.router.add_route(method, "/run/{name}/stream", server.run_stream)
             app.router.add_route(method, "/generate", server.generate)
             app.router.add_route(method, "/html", server.html)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5, access_log=None)

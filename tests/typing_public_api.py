@@ -158,6 +158,14 @@ def resumable(client: httpx.Client, run_stream_url: str) -> None:
         assert_type(event, sf.Event)
 
 
+def catching_up(client: httpx.Client, run_url: str, answer: bytes) -> None:
+    body = client.get(f"{run_url}/events", params={"after_sequence": 0}).json()
+    assert_type(sf.fold_json(body, provider="clouisle"), sf.Message)
+    assert_type(sf.fold_json(answer, "onecortex", strict=True), sf.Message)
+    for event in sf.events_json(body, provider="clouisle"):
+        assert_type(event, sf.Event)
+
+
 async def asynchronous(
     achunks: AsyncIterator[bytes],
     url: str,

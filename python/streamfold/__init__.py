@@ -48,6 +48,7 @@ from .fold import afold, fold
 from .folder import Folder
 from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
 from .http import AsyncEventStream, EventStream, astream, stream
+from .jsonbody import events_json, fold_json
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
@@ -114,8 +115,10 @@ __all__ = [
     "aiter_sse",
     "astream",
     "events",
+    "events_json",
     "events_resumable",
     "fold",
+    "fold_json",
     "fold_resumable",
     "iter_json_lines",
     "iter_sse",

@@ -236,6 +236,15 @@ class Pipeline:
             self._run(frames, out)
         return out
 
+    def feed_frames(self, frames: list[Any]) -> list[Event]:
+        """Run frames made elsewhere (the events of a JSON body, as the frames its stream would
+        have sent: :mod:`streamfold.jsonbody`) through the provider, as ``feed`` runs the frames
+        it decodes; returns their events. Check ``pending`` afterwards."""
+        out: list[Event] = []
+        self._prefix = None  # no bytes: nothing to tell another provider's format by
+        self._run(frames, out)
+        return out
+
     def close(self, *, finish: bool = True) -> list[Event]:
         """End of input: flush the decoder and let the provider check the ending.
 

@@ -17,15 +17,25 @@ Rules every provider follows:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, Protocol, overload
 
+from .._core import ServerSentEvent
 from ..errors import ProtocolError
 from ..events import Event, MessageEnd, Notice
 from ..message import FinishReason
 
-__all__ = ["Finishing", "Framing", "Provider", "end_finished"]
+__all__ = [
+    "Finishing",
+    "Framing",
+    "Provider",
+    "body_error",
+    "end_finished",
+    "event_frame",
+    "json_kind",
+]
 
 #: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
 Framing = Literal["sse", "jsonl", "auto"]
@@ -70,6 +80,16 @@ class Provider(ABC):
         """The query parameter a reconnection sends ``sequence`` in, when it is not the
         provider's usual one (Clouisle workflow streams: ``from_sequence``); ``None`` else."""
         return None
+
+    def body_frames(self, body: Any) -> list[Any]:
+        """The frames the stream would have sent for ``body``, the parsed JSON of the
+        provider's non-streaming form of the same events (:func:`streamfold.fold_json`), so
+        that ``handle`` reads them as it reads the stream. A provider without such a form
+        raises ``ValueError``."""
+        raise ValueError(
+            f"provider {self.name!r} has no JSON form of its events that streamfold reads "
+            "(fold_json reads provider='clouisle' and provider='onecortex')"
+        )
 
     @property
     def concrete_name(self) -> str:
@@ -167,6 +187,38 @@ class Provider(ABC):
                 raw=raw,
             )
         )
+
+
+def event_frame(item: dict[str, Any]) -> ServerSentEvent:
+    """The SSE frame a stream sends for the event object ``item``: named by its ``type``
+    (``message`` when it has none), its data the object as JSON. A non-streaming body's
+    events become the frames of their stream this way (``Provider.body_frames``)."""
+    kind = item.get("type")
+    return ServerSentEvent(
+        event=kind if kind.__class__ is str and kind else "message",
+        data=json.dumps(item, ensure_ascii=False),
+    )
+
+
+def json_kind(value: Any) -> str:
+    """What JSON value ``value`` is, for messages: ``object``, ``array``, ``string``, …"""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "null" if value is None else type(value).__name__
+
+
+def body_error(provider: str, message: str, *, position: int | None = None) -> ProtocolError:
+    """A JSON body that is not the provider's non-streaming form: where it broke."""
+    where = "" if position is None else f" (event {position} of the body)"
+    return ProtocolError(f"{provider}: {message}{where}", provider=provider, position=position)
 
 
 def present(mapping: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:

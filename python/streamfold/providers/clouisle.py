@@ -109,7 +109,7 @@ from ..events import (
 )
 from ..message import BlockKind, FinishReason, ToolResult, Usage
 from ._fast import text_delta
-from .base import Provider, present
+from .base import Provider, body_error, event_frame, json_kind, present
 
 __all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "WORKFLOW_EVENTS", "Clouisle"]
 
@@ -643,6 +643,55 @@ class Clouisle(Provider):
             position=self.position,
             retryable_without_duplicate=self._next_block == 0,
         )
+
+    # -- the catch-up: the same events as JSON -------------------------------------------------
+
+    def body_frames(self, body: Any) -> list[Any]:
+        """The run events of a catch-up, ``GET …/chat/runs/{run_id}/events?after_sequence=N``,
+        as the frames ``GET …/chat/runs/{run_id}/stream?after_sequence=N`` sends for them.
+
+        The server answers ``{"code": 0, "data": [event, …], "msg": …}``, each event the run
+        buffer's object ``{run_id, sequence, timestamp, round_id, message_id, type, payload}``
+        with a sequence above ``N``; the stream sends the same objects, each as ``event:
+        <type>`` with the object as its data. ``body`` is that object, or its ``data`` list.
+        An error answer (``code`` other than 0: ``{code, msg, data}``) is a ``StreamError``."""
+        name = self.name
+        items: Any
+        if body.__class__ is dict:
+            code = body.get("code")
+            items = body.get("data")
+            if code is not None and code != 0:
+                message = _first(body, "msg", "message")
+                raise StreamError(
+                    str(message or "the catch-up request failed"),
+                    code=code,
+                    provider=name,
+                    raw=body,
+                )
+            if items.__class__ is not list:
+                keys = ", ".join(map(str, list(body)[:8]))
+                raise body_error(
+                    name,
+                    f"the catch-up body has no 'data' list of run events (its keys: {keys})",
+                )
+        elif body.__class__ is list:
+            items = body
+        else:
+            raise body_error(
+                name,
+                f"the catch-up body is a JSON {json_kind(body)}, not the platform's "
+                "{code, data, msg} object or its data list",
+            )
+        frames: list[Any] = []
+        for position, item in enumerate(items):
+            if item.__class__ is not dict:
+                raise body_error(
+                    name,
+                    f"a run event is a JSON {json_kind(item)}, not an object",
+                    position=position,
+                )
+            frames.append(event_frame(item))
+        return frames
 
     # -- workflow streams -------------------------------------------------------------------
 

@@ -54,13 +54,16 @@ from ..events import (
 )
 from ..message import FinishReason, ToolResult
 from ._fast import text_delta
-from .base import Provider
+from .base import Provider, body_error, event_frame, json_kind
 
 __all__ = ["FINISH_REASONS", "Onecortex"]
 
 #: Terminal event -> normalized finish reason (docs: "Every run ends in ``done`` or
 #: ``error``"). ``error`` raises ``StreamError`` instead of ending the message.
 FINISH_REASONS: dict[str, FinishReason] = {"done": "stop", "error": "error"}
+
+#: The terminal events: "Every run ends in ``done`` or ``error``".
+TERMINAL_EVENTS = frozenset(FINISH_REASONS)
 
 #: The fields of ``done`` kept in ``MessageEnd.data``.
 DONE_FIELDS = ("result", "sessionId", "versionNumber", "durationMs")
@@ -287,6 +290,55 @@ class Onecortex(Provider):
             position=self.position,
             retryable_without_duplicate=self._next_block == 0 and self._results == 0,
         )
+
+    # -- a JSON caller's answer: the same events ----------------------------------------------
+
+    def body_frames(self, body: Any) -> list[Any]:
+        """A JSON caller's answer, as the frames of the run's stream.
+
+        The docs: "A JSON caller gets the tool calls, results and steps in ``events``, and the
+        text whole in ``result``". Each of ``events`` is an event object as the stream sends it
+        (``{"v": 1, "type": …}``), read as that event's frame; ``result`` then ends the run as
+        ``done`` does on the stream ("``result`` is always present, and is the whole reply"),
+        with ``sessionId``, ``versionNumber`` and ``durationMs`` when the body carries them. An
+        event list that holds its own terminal event (``done``, ``error``) ends there instead.
+        Where the text stood among the calls is not in the body: it is one text block after them.
+        """
+        name = self.name
+        if body.__class__ is not dict:
+            raise body_error(
+                name, f"the JSON answer is a JSON {json_kind(body)}, not an object with 'result'"
+            )
+        items = body.get("events")
+        if items is None:
+            items = []
+        elif items.__class__ is not list:
+            raise body_error(
+                name, f"the answer's 'events' is a JSON {json_kind(items)}, not an array"
+            )
+        frames: list[Any] = []
+        ended = False
+        for position, item in enumerate(items):
+            if item.__class__ is not dict:
+                raise body_error(
+                    name, f"an event is a JSON {json_kind(item)}, not an object", position=position
+                )
+            kind = item.get("type")
+            ended = ended or (kind.__class__ is str and kind in TERMINAL_EVENTS)
+            frames.append(event_frame(item))
+        if not ended:
+            if "result" not in body:
+                keys = ", ".join(map(str, list(body)[:8]))
+                raise body_error(
+                    name,
+                    f"the JSON answer has no 'result' and no terminal event (its keys: {keys})",
+                )
+            done: dict[str, Any] = {"v": FORMAT_VERSION, "type": "done", "result": body["result"]}
+            for key in SESSION_FIELDS:
+                if key in body:
+                    done[key] = body[key]
+            frames.append(event_frame(done))
+        return frames
 
 
 #: Event type -> handler (the function, called with the provider): made once, not per stream.

@@ -1,0 +1,310 @@
+"""The non-streaming form of the same events: ``fold_json`` / ``events_json`` give what ``fold``
+/ ``events`` give for the equivalent stream (a Clouisle catch-up read over HTTP from the loopback
+server with httpx too)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+import streamfold as sf
+from http_server import STREAMS, StreamServer, clouisle_run_events, stream_server
+
+__all__ = ["stream_server"]  # the fixture, imported for the tests below
+
+
+def sse(items: list[dict[str, Any]]) -> bytes:
+    """The stream of ``items`` as Clouisle's ``sse_events`` and Onecortex send it: each event
+    named by its ``type``, the object as its data."""
+    return "".join(
+        f"event: {item['type']}\ndata: {json.dumps(item, ensure_ascii=False)}\n\n" for item in items
+    ).encode()
+
+
+def catch_up(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Clouisle's answer to ``GET …/chat/runs/{run_id}/events``."""
+    return {"code": 0, "data": items, "msg": "success"}
+
+
+def outcome(call: Any) -> tuple[Any, ...]:
+    """A comparable summary of a fold: the message, or the error's type, text and partial."""
+    try:
+        return ("ok", call())
+    except sf.StreamfoldError as exc:
+        return (type(exc).__name__, str(exc), exc.partial)
+
+
+def events_outcome(events: Any) -> tuple[list[sf.Event], tuple[str, str] | None]:
+    out: list[sf.Event] = []
+    try:
+        for event in events:
+            out.append(event)
+    except sf.StreamfoldError as exc:
+        return out, (type(exc).__name__, str(exc))
+    return out, None
+
+
+RUN = clouisle_run_events()
+
+
+def run_with(*changes: tuple[int, str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run with the events at those positions replaced (type and payload)."""
+    items = [dict(item) for item in RUN]
+    for position, kind, payload in changes:
+        items[position] = {**items[position], "type": kind, "payload": payload}
+    return items
+
+
+# -- Clouisle: the catch-up folds as its stream does -------------------------------------------
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_catch_up_folds_to_the_message_of_its_stream(strict: bool) -> None:
+    stream = sf.fold([sse(RUN)], "clouisle", strict=strict)
+    message = sf.fold_json(catch_up(RUN), "clouisle", strict=strict)
+    assert message == stream
+    # What the comparison covers, spelled out: a whole run, folded as the stream folds.
+    assert (message.complete, message.finish_reason, message.status) == (True, "stop", "completed")
+    assert message.text == "Je regarde. À Zürich il fait 21 °C [[cite:s1]] 🌤️."
+    assert message.reasoning == "Il faut la météo de Zürich ☁️."
+    assert [b.kind for b in message.blocks] == ["reasoning", "text", "tool_call", "text"]
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("call-1", "weather", {"city": "Zürich"})
+    ]
+    assert [(r.call_id, r.output) for r in message.tool_results] == [("call-1", "21 °C")]
+    assert message.usage is not None and message.usage.total_tokens == 144
+    assert message.sources == [{"citation_id": "s1", "content": "Föhn."}]
+    assert message.metadata == {"run_id": "run-7", "conversation_id": "c-7", "elapsed_ms": 840}
+    assert message.warnings == []
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        catch_up,
+        lambda items: items,
+        lambda items: json.dumps(catch_up(items)).encode(),
+        lambda items: json.dumps(catch_up(items), ensure_ascii=False),
+    ],
+    ids=["object", "data-list", "bytes", "text"],
+)
+def test_the_body_may_be_parsed_or_its_bytes_or_text(form: Any) -> None:
+    assert sf.fold_json(form(RUN), "clouisle") == sf.fold([sse(RUN)], "clouisle")
+
+
+def test_events_json_yields_the_events_of_the_stream() -> None:
+    stream = events_outcome(sf.events([sse(RUN)], "clouisle"))
+    assert events_outcome(sf.events_json(catch_up(RUN), "clouisle")) == stream
+    assert stream[1] is None
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2, 5, 9, 12, 13, 14])
+def test_a_run_not_yet_ended_is_incomplete_with_the_stream_s_partial(cut: int) -> None:
+    items = RUN[:cut]
+    expected = outcome(lambda: sf.fold([sse(items)], "clouisle"))
+    got = outcome(lambda: sf.fold_json(catch_up(items), "clouisle"))
+    assert expected[0] == got[0] == "IncompleteStreamError"
+    assert got[2] == expected[2]  # the partial message
+    if cut:
+        # Where to go on from: the highest sequence of the catch-up.
+        assert f"after_sequence={cut}" in got[1]
+    with pytest.raises(sf.IncompleteStreamError):
+        list(sf.events_json(catch_up(items), "clouisle"))
+
+
+@pytest.mark.parametrize("at", [1, 8, 10, 13])
+def test_an_error_event_raises_the_stream_s_error_with_its_partial(at: int) -> None:
+    items = run_with((at, "error", {"code": "model_error", "msg": "upstream timed out"}))[: at + 1]
+    expected = outcome(lambda: sf.fold([sse(items)], "clouisle"))
+    got = outcome(lambda: sf.fold_json(catch_up(items), "clouisle"))
+    assert got[0] == expected[0] == "StreamError"
+    assert got == expected
+    with pytest.raises(sf.StreamError) as caught:
+        sf.fold_json(catch_up(items), "clouisle")
+    error = caught.value
+    assert (error.code, error.message, error.event) == (
+        "model_error",
+        "upstream timed out",
+        "error",
+    )
+    assert error.retryable_without_duplicate is (at == 1)
+
+
+def test_an_error_answer_is_a_stream_error() -> None:
+    # BusinessError -> {"code", "msg", "data"} (an unknown run, another user's run).
+    body = {"code": 4000, "msg": "Run not found", "data": None}
+    with pytest.raises(sf.StreamError) as caught:
+        sf.fold_json(body, "clouisle")
+    assert (caught.value.code, caught.value.message, caught.value.provider) == (
+        4000,
+        "Run not found",
+        "clouisle",
+    )
+    assert caught.value.partial is not None and caught.value.partial.text == ""
+
+
+@pytest.mark.parametrize(
+    ("body", "needle", "position"),
+    [
+        (b"<html>502 Bad Gateway</html>", "the body is not JSON", 0),
+        ("", "the body is not JSON", 0),
+        ({"code": 0, "msg": "success"}, "no 'data' list of run events (its keys: code, msg)", None),
+        ({"code": 0, "data": {"sequence": 1}}, "no 'data' list", None),
+        ("42", "a JSON number, not the platform's", None),
+        (
+            [RUN[0], "run_end"],
+            "a run event is a JSON string, not an object (event 1 of the body)",
+            1,
+        ),
+        ([RUN[0], None], "a run event is a JSON null", 1),
+        (
+            [RUN[0], {**RUN[8], "sequence": 2, "payload": {"delta": 5}}],
+            "clouisle: ",
+            1,
+        ),
+    ],
+)
+def test_a_body_that_is_not_the_catch_up_is_a_protocol_error(
+    body: Any, needle: str, position: int | None
+) -> None:
+    with pytest.raises(sf.ProtocolError) as caught:
+        sf.fold_json(body, "clouisle")
+    assert needle in str(caught.value)
+    assert caught.value.provider == "clouisle"
+    assert caught.value.position == position
+    assert caught.value.partial is not None
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "auto"])
+def test_a_provider_without_a_json_form_is_refused(provider: str) -> None:
+    with pytest.raises(ValueError, match="fold_json reads provider='clouisle' or 'onecortex'"):
+        sf.fold_json(catch_up(RUN), provider)
+
+
+def test_duplicates_in_a_catch_up_are_dropped_as_in_the_stream() -> None:
+    items = [*RUN[:9], RUN[8], *RUN[9:]]  # a content_delta served twice
+    assert sf.fold_json(catch_up(items), "clouisle") == sf.fold([sse(items)], "clouisle")
+    assert sf.fold_json(catch_up(items), "clouisle").text == sf.fold([sse(RUN)], "clouisle").text
+
+
+# -- Onecortex: a JSON caller's answer ---------------------------------------------------------
+
+
+def oc(event_type: str, **fields: Any) -> dict[str, Any]:
+    return {"v": 1, "type": event_type, **fields}
+
+
+TOOLS = [
+    oc("step_start", name="classify"),
+    oc("tool_call_start", id="call_1", name="word_count"),
+    oc("tool_call_args", id="call_1", delta='{"text": '),
+    oc("tool_call_args", id="call_1", delta='"héllo"}'),
+    oc("tool_call_end", id="call_1"),
+    oc("tool_result", id="call_1", output="1"),
+    oc("step_end", name="classify"),
+]
+TEXT = [oc("text", delta="You said: "), oc("text", delta="héllo 👋")]
+RESULT = "You said: héllo 👋"
+SESSION = {"sessionId": "01K", "versionNumber": 3, "durationMs": 212}
+
+
+@pytest.mark.parametrize("session", [{}, SESSION], ids=["bare", "session-fields"])
+def test_a_json_answer_folds_to_the_message_of_its_stream(session: dict[str, Any]) -> None:
+    stream = sse([*TOOLS, *TEXT, oc("done", result=RESULT, **session)])
+    answer = {"result": RESULT, "events": TOOLS, **session}
+    message = sf.fold_json(answer, "onecortex", strict=True)
+    assert message == sf.fold([stream], "onecortex", strict=True)
+    assert (message.text, message.complete, message.finish_reason) == (RESULT, True, "stop")
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("call_1", "word_count", {"text": "héllo"})
+    ]
+    assert [(r.call_id, r.output, r.name) for r in message.tool_results] == [
+        ("call_1", "1", "word_count")
+    ]
+    assert [s.name for s in message.steps] == ["classify"]
+    assert [b.kind for b in message.blocks] == ["tool_call", "text"]
+    assert message.metadata == session
+    answer_events = events_outcome(sf.events_json(answer, "onecortex"))
+    stream_events = events_outcome(sf.events([stream], "onecortex"))
+    assert answer_events[1] is stream_events[1] is None
+    # The same events, but for the text: whole in the answer, in two deltas on the stream.
+    assert without_text(answer_events[0]) == without_text(stream_events[0])
+
+
+def without_text(events: list[sf.Event]) -> list[sf.Event]:
+    return [
+        e
+        for e in events
+        if not isinstance(e, (sf.BlockStart, sf.BlockDelta, sf.BlockEnd)) or e.kind != "text"
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"result": RESULT}, {"result": RESULT, "events": []}, {"result": RESULT, "events": None}],
+    ids=["no-events", "empty-events", "null-events"],
+)
+def test_a_json_answer_of_text_alone(answer: dict[str, Any]) -> None:
+    stream = sse([*TEXT, oc("done", result=RESULT)])
+    assert sf.fold_json(answer, "onecortex") == sf.fold([stream], "onecortex")
+
+
+def test_an_error_among_the_answer_s_events_is_the_stream_s_error() -> None:
+    failed = [*TOOLS[:3], oc("error", code="agent_error", message="ValueError: boom")]
+    expected = outcome(lambda: sf.fold([sse(failed)], "onecortex"))
+    got = outcome(lambda: sf.fold_json({"events": failed}, "onecortex"))
+    assert got[0] == "StreamError"
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "needle", "position"),
+    [
+        ({"events": TOOLS}, "no 'result' and no terminal event (its keys: events)", None),
+        ({"code": "agent_error", "message": "boom"}, "no 'result'", None),
+        ([oc("done", result="x")], "a JSON array, not an object with 'result'", None),
+        ({"result": "x", "events": {"type": "text"}}, "'events' is a JSON object", None),
+        (
+            {"result": "x", "events": [TOOLS[0], 7]},
+            "an event is a JSON number, not an object (event 1",
+            1,
+        ),
+        ({"result": "x", "events": [{"v": 1, "type": "tool_call_start", "id": 5}]}, "id", 0),
+    ],
+)
+def test_a_body_that_is_not_a_json_answer_is_a_protocol_error(
+    body: Any, needle: str, position: int | None
+) -> None:
+    with pytest.raises(sf.ProtocolError) as caught:
+        sf.fold_json(body, "onecortex")
+    assert needle in str(caught.value)
+    assert (caught.value.provider, caught.value.position) == ("onecortex", position)
+    assert caught.value.partial is not None
+
+
+# -- the catch-up over HTTP --------------------------------------------------------------------
+
+
+def whole_run() -> sf.Message:
+    return sf.fold([STREAMS["clouisle-run"][2]], "clouisle")
+
+
+def get_catch_up(server: StreamServer, upto: int | None = None) -> Any:
+    """The run's catch-up from the server, the run buffered up to sequence ``upto``."""
+    name = "clouisle-run" if upto is None else f"clouisle-run@{upto}"
+    response = httpx.get(server.url(f"/run/{name}/events", after_sequence=0))
+    response.raise_for_status()
+    return response.json()
+
+
+def test_a_catch_up_read_over_http_folds_as_the_stream_does(stream_server: StreamServer) -> None:
+    with httpx.Client() as client:
+        with client.stream("GET", stream_server.url("/run/clouisle-run/stream")) as response:
+            streamed = sf.fold(response, "clouisle")
+        caught_up = sf.fold_json(
+            client.get(stream_server.url("/run/clouisle-run/events")).json(), "clouisle"
+        )
+    assert caught_up == streamed == whole_run()
