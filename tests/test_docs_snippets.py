@@ -28,7 +28,7 @@ import pytest
 import requests
 
 import streamfold as sf
-from http_server import EXAMPLES, StreamServer, stream_server
+from http_server import EXAMPLES, STREAMS, StreamServer, stream_server
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
 
@@ -232,6 +232,21 @@ async def http_md_resumable(server: StreamServer, stack: contextlib.AsyncExitSta
     return Run({"run_stream_url": server.url("/stream/clouisle")}, check=check)
 
 
+async def http_md_catch_up(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    # A run still going: its catch-up holds the events up to sequence 6.
+    run_url = server.url("/run/clouisle-run@6")
+
+    def check(ns: dict[str, Any]) -> None:
+        ns["client"].close()  # the snippet's own client
+        assert ns["caught_up"]["data"][-1]["sequence"] == 6
+        assert ns["message"] == sf.fold([STREAMS["clouisle-run"][2]], provider="clouisle")
+        assert not ns["message"].warnings  # nothing of the catch-up came twice
+        streams = [r for r in server.requests if r.path == "/run/clouisle-run@6/stream"]
+        assert [r.query for r in streams] == [{"after_sequence": "6"}]
+
+    return Run({"run_url": run_url}, check=check)
+
+
 SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("README.md", "import httpx"): readme_fold,
     ("README.md", 'for event in sf.events(response.iter_bytes(), provider="cohere-v2"):'): (
@@ -253,6 +268,11 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
         "docs/http.md",
         "client = httpx.Client(timeout=httpx.Timeout(600, connect=5))   # as sf.stream's client",
     ): http_md_resumable,
+    (
+        "docs/http.md",
+        "client = httpx.Client(timeout=httpx.Timeout(600, connect=5))   # a run's catch-up, then "
+        "its stream",
+    ): http_md_catch_up,
 }
 
 

@@ -1,6 +1,7 @@
 """The non-streaming form of the same events: ``fold_json`` / ``events_json`` give what ``fold``
-/ ``events`` give for the equivalent stream (a Clouisle catch-up read over HTTP from the loopback
-server with httpx too)."""
+/ ``events`` give for the equivalent stream, and a Clouisle catch-up continues with the live
+stream from its highest sequence (``fold_resumable(..., catch_up=body)``), against the loopback
+server with httpx."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import streamfold as sf
 from http_server import STREAMS, StreamServer, clouisle_run_events, stream_server
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
+
+#: Reconnection delays short enough for a test.
+INITIAL_DELAY, MAX_DELAY = 0.005, 0.05
 
 
 def sse(items: list[dict[str, Any]]) -> bytes:
@@ -285,7 +289,7 @@ def test_a_body_that_is_not_a_json_answer_is_a_protocol_error(
     assert caught.value.partial is not None
 
 
-# -- the catch-up over HTTP --------------------------------------------------------------------
+# -- the catch-up, then the live stream, over HTTP --------------------------------------------
 
 
 def whole_run() -> sf.Message:
@@ -308,3 +312,130 @@ def test_a_catch_up_read_over_http_folds_as_the_stream_does(stream_server: Strea
             client.get(stream_server.url("/run/clouisle-run/events")).json(), "clouisle"
         )
     assert caught_up == streamed == whole_run()
+
+
+@pytest.mark.parametrize("replay", [0, 3])
+@pytest.mark.parametrize("upto", [1, 6, 9, 14])
+def test_a_catch_up_continues_with_the_live_stream_without_duplicates(
+    stream_server: StreamServer, request: pytest.FixtureRequest, upto: int, replay: int
+) -> None:
+    rid = request.node.nodeid
+    body = get_catch_up(stream_server, upto=upto)
+    assert [e["sequence"] for e in body["data"]] == list(range(1, upto + 1))
+    cursors: list[sf.Cursor] = []
+    with httpx.Client(timeout=httpx.Timeout(10, connect=5)) as client:
+
+        def connect(cursor: sf.Cursor) -> httpx.Response:
+            cursors.append(cursor)
+            url = stream_server.url("/run/clouisle-run/stream")
+            params: dict[str, Any] = {"rid": rid, "replay": replay, **cursor.params}
+            return client.send(client.build_request("GET", url, params=params), stream=True)
+
+        message = sf.fold_resumable(
+            connect, "clouisle", catch_up=body, initial_delay=INITIAL_DELAY, max_delay=MAX_DELAY
+        )
+    assert message == whole_run()
+    assert not message.warnings  # nothing the catch-up gave reached the provider again
+    assert [(c.attempt, c.params) for c in cursors] == [(1, {"after_sequence": upto})]
+    seen = stream_server.seen(rid)
+    assert [s.query["after_sequence"] for s in seen] == [str(upto)]
+
+
+def test_a_catch_up_that_holds_the_whole_run_needs_no_stream(stream_server: StreamServer) -> None:
+    def connect(cursor: sf.Cursor) -> Any:
+        raise AssertionError(f"the live stream was requested: {cursor}")
+
+    body = get_catch_up(stream_server)
+    assert sf.fold_resumable(connect, "clouisle", catch_up=body) == whole_run()
+    events = list(sf.events_resumable(connect, "clouisle", catch_up=body))
+    assert events == list(sf.events([STREAMS["clouisle-run"][2]], "clouisle"))
+
+
+def test_a_catch_up_continued_and_cut_again_resumes_once_more(
+    stream_server: StreamServer, request: pytest.FixtureRequest
+) -> None:
+    rid = request.node.nodeid
+    body = get_catch_up(stream_server, upto=4)
+    with httpx.Client(timeout=httpx.Timeout(10, connect=5)) as client:
+
+        def connect(cursor: sf.Cursor) -> httpx.Response:
+            url = stream_server.url("/run/clouisle-run/stream")
+            params = {"rid": rid, "cut": 700, "replay": 1, **cursor.params}
+            return client.send(client.build_request("GET", url, params=params), stream=True)
+
+        assert (
+            sf.fold_resumable(
+                connect, "clouisle", catch_up=body, initial_delay=INITIAL_DELAY, max_delay=MAX_DELAY
+            )
+            == whole_run()
+        )
+    after = [int(s.query["after_sequence"]) for s in stream_server.seen(rid)]
+    assert len(after) == 2 and after[0] == 4 and after[1] > 4
+
+
+@pytest.mark.anyio
+async def test_afold_resumable_continues_a_catch_up(
+    stream_server: StreamServer, request: pytest.FixtureRequest
+) -> None:
+    rid = request.node.nodeid
+    body = get_catch_up(stream_server, upto=7)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(10, connect=5)) as client:
+
+        async def connect(cursor: sf.Cursor) -> httpx.Response:
+            url = stream_server.url("/run/clouisle-run/stream")
+            params = {"rid": rid, **cursor.params}
+            return await client.send(client.build_request("GET", url, params=params), stream=True)
+
+        message = await sf.afold_resumable(
+            connect, "clouisle", catch_up=body, initial_delay=INITIAL_DELAY, max_delay=MAX_DELAY
+        )
+    assert message == whole_run()
+    assert [s.query["after_sequence"] for s in stream_server.seen(rid)] == ["7"]
+
+
+def test_an_error_in_the_catch_up_ends_there_with_its_partial() -> None:
+    items = run_with((9, "error", {"code": "model_error", "msg": "upstream timed out"}))[:10]
+
+    def connect(cursor: sf.Cursor) -> Any:
+        raise AssertionError("the live stream was requested after an error")
+
+    with pytest.raises(sf.StreamError) as caught:
+        sf.fold_resumable(connect, "clouisle", catch_up=catch_up(items))
+    expected = outcome(lambda: sf.fold([sse(items)], "clouisle"))
+    assert (type(caught.value).__name__, str(caught.value), caught.value.partial) == expected
+
+
+def test_a_catch_up_without_sequences_is_not_continued() -> None:
+    items = [{k: v for k, v in item.items() if k != "sequence"} for item in RUN[:5]]
+
+    def connect(cursor: sf.Cursor) -> Any:
+        raise AssertionError("a stream that cannot resume was requested")
+
+    with pytest.raises(sf.IncompleteStreamError, match="carry no sequence number") as caught:
+        sf.fold_resumable(connect, "clouisle", catch_up=catch_up(items))
+    # Retrieval, then a reasoning block opened: what the five events gave.
+    assert caught.value.partial.sources == [{"citation_id": "s1", "content": "Föhn."}]
+    assert [b.kind for b in caught.value.partial.blocks] == ["reasoning"]
+
+
+def test_an_empty_catch_up_continues_from_the_start(
+    stream_server: StreamServer, request: pytest.FixtureRequest
+) -> None:
+    # A run queued and not yet started has no event to catch up on.
+    rid = request.node.nodeid
+    with httpx.Client(timeout=httpx.Timeout(10, connect=5)) as client:
+
+        def connect(cursor: sf.Cursor) -> httpx.Response:
+            url = stream_server.url("/run/clouisle-run/stream")
+            params = {"rid": rid, **cursor.params}
+            return client.send(client.build_request("GET", url, params=params), stream=True)
+
+        message = sf.fold_resumable(
+            connect,
+            "clouisle",
+            catch_up=catch_up([]),
+            initial_delay=INITIAL_DELAY,
+            max_delay=MAX_DELAY,
+        )
+    assert message == whole_run()
+    assert "after_sequence" not in stream_server.seen(rid)[0].query

@@ -165,6 +165,14 @@ def catching_up(client: httpx.Client, run_url: str, answer: bytes) -> None:
     for event in sf.events_json(body, provider="clouisle"):
         assert_type(event, sf.Event)
 
+    def connect(cursor: sf.Cursor) -> contextlib.AbstractContextManager[httpx.Response]:
+        return client.stream("GET", f"{run_url}/stream", params=cursor.params)
+
+    message = sf.fold_resumable(connect, provider="clouisle", catch_up=body)
+    assert_type(message, sf.Message)
+    for event in sf.events_resumable(connect, provider="clouisle", catch_up=answer):
+        assert_type(event, sf.Event)
+
 
 async def asynchronous(
     achunks: AsyncIterator[bytes],
@@ -194,6 +202,9 @@ async def asynchronous(
         print(cursor, delay, error)
 
     message = await sf.afold_resumable(connect, provider="clouisle", on_reconnect=log)
+    assert_type(message, sf.Message)
+    catch_up = {"code": 0, "data": [], "msg": "success"}
+    message = await sf.afold_resumable(connect, provider="clouisle", catch_up=catch_up)
     assert_type(message, sf.Message)
     async for event in sf.aevents_resumable(connect, provider="clouisle", on_reconnect=print):
         assert_type(event, sf.Event)

@@ -5,7 +5,8 @@ Two agent platforms also answer with the events of a run as one JSON body:
 * Clouisle's catch-up, ``GET /api/v1/agents/{agent_id}/chat/runs/{run_id}/events?after_sequence=N``
   ("the same buffered events" as ``…/stream?after_sequence=N``): ``{"code": 0, "data": [event,
   …], "msg": …}``. A client that reconnects, or opens a finished run, reads it; a run still
-  going continues with its live stream from the catch-up's highest sequence.
+  going continues with its live stream from the catch-up's highest sequence
+  (``fold_resumable(connect, provider="clouisle", catch_up=body)``).
 * Onecortex's answer to a JSON caller: "the tool calls, results and steps in ``events``, and
   the text whole in ``result``".
 
@@ -72,7 +73,9 @@ def _incomplete(pipeline: Pipeline, frames: int) -> IncompleteStreamError:
     if provider.sequence is not None:
         param = provider.resume_param or "after_sequence"
         message += (
-            f" (the run is still going: continue with its stream from {param}={provider.sequence})"
+            f" (the run is still going: continue with its stream from {param}="
+            f"{provider.sequence}, as fold_resumable(connect, provider={name!r}, "
+            "catch_up=body) does)"
         )
     return IncompleteStreamError(message, provider=name, position=frames)
 

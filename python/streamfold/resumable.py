@@ -33,6 +33,9 @@ The rules:
   reconnections in a row without progress, then ``IncompleteStreamError``.
 * After the terminal event there is never a reconnection (a connection failing after it ends
   the stream normally).
+* ``catch_up=``: the events so far, read as JSON first (a Clouisle run's catch-up,
+  ``…/chat/runs/{run_id}/events``), count as the first connection: the live stream is asked
+  only for what follows them, and not at all when the run ended in them.
 * ``idle_timeout``: a connection that delivers no byte for that many seconds (comments and
   pings count as life) is a dropped connection. For an httpx response it becomes the
   response's read timeout; for any other sync iterable the reads move to a helper thread; the
@@ -233,6 +236,35 @@ class _Resumer:
         return _make_cursor(
             self.attempt, self.last_event_id, provider.sequence, self.name, provider.resume_param
         )
+
+    # -- the catch-up: the events so far, as JSON ---------------------------------------------
+
+    def catch_up(self, body: object) -> _Ending:
+        """Take the events of ``body`` (the provider's non-streaming form of them: a Clouisle
+        catch-up) as the stream's first connection: their events, then ``delay=0`` to go on
+        with the live stream from their highest sequence, or the end (the run ended in them).
+        """
+        from .jsonbody import json_body_frames
+
+        pipeline = self.start()
+        self.pipeline = None
+        frames = json_body_frames(body, self.provider)
+        events = pipeline.feed_frames([frame for frame in frames if self._keep(frame)])
+        self.produced = pipeline.produced
+        pending = pipeline.pending
+        if pending is not None:
+            return _Ending(events, pending)
+        if self.provider.terminal_seen:
+            return self._finish(events)
+        if frames and self.provider.sequence is None:
+            why = (
+                f"the catch-up's {len(frames)} events carry no sequence number, so its live "
+                "stream cannot be asked for the events after them (it would repeat them); it "
+                "was not requested"
+            )
+            return self._finish(events, self._give_up(why, None))
+        self.attempt = 1  # the live stream continues the catch-up, as a reconnection does
+        return _Ending(events, delay=0.0)
 
     # -- one connection --------------------------------------------------------------------
 
@@ -575,6 +607,7 @@ def events_resumable(
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
+    catch_up: object = None,
 ) -> Generator[Event]:
     """The events of a stream that survives dropped connections (see the module docs).
 
@@ -582,6 +615,13 @@ def events_resumable(
     next ``connect`` will get and the error that ended the connection (None for a clean end).
     Raises ``IncompleteStreamError`` when the stream cannot be completed; ``fold_resumable``
     fills its ``.partial``.
+
+    ``catch_up``: the events so far in the provider's non-streaming form (a Clouisle run's
+    ``GET …/chat/runs/{run_id}/events?after_sequence=0``, parsed or as bytes; see
+    :func:`~streamfold.fold_json`). They are taken first, as the stream's first connection;
+    ``connect`` is then called only if the run has not ended in them, with the cursor of their
+    highest sequence (``after_sequence``), and the live stream goes on from there: its events
+    at or below that sequence, if the server sends any again, are dropped.
     """
     core = _Resumer(
         provider,
@@ -591,6 +631,13 @@ def events_resumable(
         initial_delay=initial_delay,
         max_delay=max_delay,
     )
+    if catch_up is not None:
+        ending = core.catch_up(catch_up)
+        yield from ending.events
+        if ending.error is not None:
+            raise ending.error
+        if ending.delay is None:
+            return
     while True:
         error: Exception | None = None
         connected = False
@@ -664,6 +711,7 @@ def fold_resumable(
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
+    catch_up: object = None,
 ) -> Message:
     """The folded message of a resumable stream (options as :func:`events_resumable`).
 
@@ -681,6 +729,7 @@ def fold_resumable(
         initial_delay=initial_delay,
         max_delay=max_delay,
         on_reconnect=on_reconnect,
+        catch_up=catch_up,
     )
     auto = provider == "auto"
     try:
@@ -840,6 +889,7 @@ async def aevents_resumable(
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
+    catch_up: object = None,
 ) -> AsyncGenerator[Event]:
     """Async twin of :func:`events_resumable` (asyncio and trio). ``connect`` may return an
     async iterable of bytes, a response, an awaitable of either, or an async context manager;
@@ -852,6 +902,14 @@ async def aevents_resumable(
         initial_delay=initial_delay,
         max_delay=max_delay,
     )
+    if catch_up is not None:
+        ending = core.catch_up(catch_up)
+        for event in ending.events:
+            yield event
+        if ending.error is not None:
+            raise ending.error
+        if ending.delay is None:
+            return
     while True:
         error: Exception | None = None
         connected = False
@@ -901,6 +959,7 @@ async def afold_resumable(
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
+    catch_up: object = None,
 ) -> Message:
     """Async twin of :func:`fold_resumable`."""
     folder = Folder(provider, strict=strict)
@@ -914,6 +973,7 @@ async def afold_resumable(
         initial_delay=initial_delay,
         max_delay=max_delay,
         on_reconnect=on_reconnect,
+        catch_up=catch_up,
     )
     auto = provider == "auto"
     try:
