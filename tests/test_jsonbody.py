@@ -188,6 +188,13 @@ def test_a_provider_without_a_json_form_is_refused(provider: str) -> None:
         sf.fold_json(catch_up(RUN), provider)
 
 
+def test_a_response_object_is_refused_with_what_to_pass(stream_server: StreamServer) -> None:
+    response = httpx.get(stream_server.url("/run/clouisle-run/events"))
+    with pytest.raises(TypeError, match=r"httpx\.Response \(pass response\.json\(\) or"):
+        sf.fold_json(response, "clouisle")
+    assert sf.fold_json(response.content, "clouisle") == sf.fold([sse(RUN)], "clouisle")
+
+
 def test_duplicates_in_a_catch_up_are_dropped_as_in_the_stream() -> None:
     items = [*RUN[:9], RUN[8], *RUN[9:]]  # a content_delta served twice
     assert sf.fold_json(catch_up(items), "clouisle") == sf.fold([sse(items)], "clouisle")

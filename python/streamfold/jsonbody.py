@@ -48,6 +48,12 @@ def _parsed(body: object, provider: str) -> Any:
             raise ProtocolError(
                 f"{provider}: the body is not JSON ({exc})", provider=provider, position=position
             ) from None
+    if body is not None and not isinstance(body, (dict, list, int, float)):
+        hint = " (pass response.json() or response.content)" if hasattr(body, "json") else ""
+        raise TypeError(
+            f"body must be the parsed JSON, or its bytes or text, got "
+            f"{type(body).__module__}.{type(body).__qualname__}{hint}"
+        )
     return body
 
 
