@@ -446,3 +446,26 @@ def test_an_empty_catch_up_continues_from_the_start(
         )
     assert message == whole_run()
     assert "after_sequence" not in stream_server.seen(rid)[0].query
+
+
+def test_a_silent_live_stream_after_a_catch_up_says_where_the_run_stood(
+    stream_server: StreamServer, request: pytest.FixtureRequest
+) -> None:
+    rid = request.node.nodeid
+    body = get_catch_up(stream_server, upto=6)
+    with httpx.Client(timeout=httpx.Timeout(10, connect=5)) as client:
+
+        def connect(cursor: sf.Cursor) -> httpx.Response:
+            url = stream_server.url("/run/clouisle-run/stream")
+            params = {"rid": rid, "stall": 5, **cursor.params}
+            return client.send(client.build_request("GET", url, params=params), stream=True)
+
+        with pytest.raises(sf.IncompleteStreamError) as caught:
+            sf.fold_resumable(
+                connect, "clouisle", catch_up=body, max_reconnects=0, idle_timeout=0.2
+            )
+    silence = caught.value.__cause__
+    assert isinstance(silence, sf.IdleTimeoutError)
+    # The catch-up's 6 events, each counted once; the live stream sent nothing.
+    assert (silence.frames, silence.position, silence.connection) == (6, 0, 2)
+    assert caught.value.partial.reasoning == "Il faut la météo "

@@ -249,7 +249,7 @@ class _Resumer:
         pipeline = self.start()
         self.pipeline = None
         frames = json_body_frames(body, self.provider)
-        events = pipeline.feed_frames([frame for frame in frames if self._keep(frame)])
+        events = pipeline.feed_frames(frames)  # through its filter, which counts them
         self.produced = pipeline.produced
         pending = pipeline.pending
         if pending is not None:
