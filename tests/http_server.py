@@ -31,7 +31,8 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 ``head_stall=S``    send nothing, not even the status line, for S seconds
 ``drip=1``          send one byte per write
 ``status=429``      answer with that status and a JSON error body (``retry_after=`` adds the
-                    header, ``retry_after_ms=`` the ``retry-after-ms`` one, ``pad=N`` pads
+                    header, ``retry_after_ms=`` the ``retry-after-ms`` one,
+                    ``should_retry=true|false`` the SDKs' ``x-should-retry``, ``pad=N`` pads
                     the body with N bytes, ``cut=N`` closes the connection after N bytes of it,
                     ``stall=S`` stops for S seconds after ``stall_at=N`` bytes of it)
 ``ctype=T``         answer with content type T
@@ -636,6 +637,8 @@ class StreamServer:
             headers = {"Retry-After": fault["retry_after"]} if "retry_after" in fault else {}
             if "retry_after_ms" in fault:
                 headers["retry-after-ms"] = fault["retry_after_ms"]
+            if "should_retry" in fault:
+                headers["x-should-retry"] = fault["should_retry"]
             error = {
                 "error": {
                     "message": f"injected HTTP {status}",
@@ -762,6 +765,7 @@ _FAULTS = frozenset(
         "status",
         "retry_after",
         "retry_after_ms",
+        "should_retry",
         "pad",
         "ctype",
         "gzip",

@@ -247,6 +247,39 @@ async def http_md_catch_up(server: StreamServer, stack: contextlib.AsyncExitStac
     return Run({"run_url": run_url}, check=check)
 
 
+async def http_md_retries(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    # Overloaded twice (Anthropic's 529, asking for no wait), then the stream.
+    url = server.url(
+        "/example/anthropic_thinking.sse", rid="docs-retries", status=529, on="0,1", retry_after=0
+    )
+
+    def check(ns: dict[str, Any]) -> None:
+        complete_from("anthropic", "anthropic_thinking.sse")(ns)
+        assert len(server.seen("docs-retries")) == 3
+
+    return Run({"url": url, "body": {"stream": True}}, check=check)
+
+
+async def http_md_retry_resumable(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    # The run stream refuses the first request (503, no wait asked), then streams.
+    client = stack.enter_context(httpx.Client())
+    url = server.url("/stream/clouisle")
+    faults: dict[str, str | int] = {"rid": "docs-retry-resumable", "status": 503, "retry_after": 0}
+
+    def connect(cursor: sf.Cursor) -> Any:
+        # httpx 0.28 replaces the URL's query with params=: every parameter goes in params.
+        params = {**faults, **cursor.params}
+        return client.stream("GET", url, params=params, headers=cursor.headers)
+
+    def check(ns: dict[str, Any]) -> None:
+        assert ns["message"].complete
+        assert ns["message"].provider == "clouisle"
+        assert ns["attempt"] == 1
+        assert len(server.seen("docs-retry-resumable")) == 2
+
+    return Run({"connect": connect}, check=check)
+
+
 SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("README.md", "import httpx"): readme_fold,
     ("README.md", 'for event in sf.events(response.iter_bytes(), provider="cohere-v2"):'): (
@@ -273,6 +306,11 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
         "client = httpx.Client(timeout=httpx.Timeout(600, connect=5))   # a run's catch-up, then "
         "its stream",
     ): http_md_catch_up,
+    (
+        "docs/http.md",
+        'with sf.stream("POST", url, provider="anthropic", json=body, max_retries=4) as s:',
+    ): http_md_retries,
+    ("docs/http.md", "import time"): http_md_retry_resumable,
 }
 
 

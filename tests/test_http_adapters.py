@@ -721,11 +721,13 @@ async def test_astream_aclose_from_another_task_ends_the_read(
 
 
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
-    url = stream_server.url("/stream/onecortex", status=429)
-    stream = sf.stream("GET", url, provider="onecortex")
+    url = stream_server.url("/stream/onecortex", status=429, rid="entered-429", on="all")
+    stream = sf.stream("GET", url, provider="onecortex", initial_delay=0.01, max_delay=0.02)
     with pytest.raises(sf.StreamError) as info, stream:
         pytest.fail("the with-block must not run")
     assert info.value.status == 429
+    assert info.value.attempts == 3  # the first request and max_retries=2 more
+    assert len(stream_server.seen("entered-429")) == 3
     assert stream.response is None
 
 
@@ -909,7 +911,10 @@ async def test_astream_raises_http_errors_when_entered(
 ) -> None:
     with pytest.raises(sf.StreamError) as info:
         async with sf.astream(
-            "GET", stream_server.url("/stream/onecortex", status=503), provider="openai"
+            "GET",
+            stream_server.url("/stream/onecortex", status=503),
+            provider="openai",
+            max_retries=0,
         ):
             pytest.fail("the with-block must not run")
     assert info.value.status == 503

@@ -135,6 +135,11 @@ def streams(url: str, body: dict[str, Any], h: dict[str, str]) -> None:
     with sf.stream("POST", url, provider="anthropic", json=body) as s:
         for text in s.text_stream:
             assert_type(text, str)
+    try:
+        with sf.stream("POST", url, provider="openai", json=body, max_retries=4) as s:
+            s.fold()
+    except sf.StreamError as err:
+        assert_type(err.attempts, int)
 
 
 def resumable(client: httpx.Client, run_stream_url: str) -> None:
@@ -187,7 +192,9 @@ async def asynchronous(
         assert_type(await sf.afold(response, provider="openai"), sf.Message)
     async with aiohttp.ClientSession() as session, session.post(url, json=body) as aresponse:
         assert_type(await sf.afold(aresponse, provider="cohere-v2"), sf.Message)
-    async with sf.astream("POST", url, provider="openai", json=body, client=my_async_client) as s:
+    async with sf.astream(
+        "POST", url, provider="openai", json=body, client=my_async_client, max_retries=0
+    ) as s:
         assert_type(s, sf.AsyncEventStream)
         async for event in s:
             assert_type(event, sf.Event)

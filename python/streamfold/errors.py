@@ -32,6 +32,9 @@ class StreamfoldError(Exception):
     #: The ``Message`` folded so far (``Any``: a fold's errors always have one, and strict code
     #: reads ``err.partial.text`` without a check); ``None`` when nothing was folded.
     partial: Any = None
+    #: How many requests ``sf.stream`` / ``sf.astream`` made before raising this error when
+    #: opening the stream: 1, plus the retries of a refused first request (``max_retries``).
+    attempts: int = 1
 
 
 class ProtocolError(StreamfoldError, ValueError):

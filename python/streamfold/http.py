@@ -33,7 +33,9 @@ import contextlib
 import functools
 import json
 import math
+import random
 import sys
+import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -91,6 +93,70 @@ _JSON_LINES_TYPES = frozenset(
 #: Timeouts of the temporary client ``stream()`` makes: LLM streams can be silent for minutes
 #: (reasoning models), so reads get the OpenAI and Anthropic SDKs' 600 s; connecting gets 5 s.
 _DEFAULT_TIMEOUT = (600.0, 5.0)
+
+#: Statuses that say the server did not act on the request (timed out waiting for it, a
+#: conflict, too early, rate limited, unavailable, Anthropic's overloaded): sent again whatever
+#: the method, as the OpenAI and Anthropic SDKs do.
+_REFUSED_STATUSES = frozenset({408, 409, 425, 429, 503, 529})
+#: RFC 9110 section 9.2.2.
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+#: Providers whose POST starts an agent run (tools that act, resources created): a 5xx or a
+#: connection lost before the response may come after the run started, so it is not sent
+#: again unless the request is idempotent. ``auto`` may be one of them.
+_RUN_STARTING_PROVIDERS = frozenset({"clouisle", "onecortex", "auto"})
+#: Up to this share of a computed backoff is added at random (as the resumable waits).
+_JITTER = 0.25
+
+
+def _pause(seconds: float) -> None:
+    """The wait between two attempts of ``stream()``'s first request."""
+    time.sleep(seconds)
+
+
+async def _apause(seconds: float) -> None:
+    """The wait between two attempts of ``astream()``'s first request (asyncio or trio)."""
+    from .resumable import _sleep
+
+    await _sleep(seconds)
+
+
+def _names_header(headers: Any, name: str) -> bool:
+    """Whether ``headers`` (a dict, pairs, ``httpx.Headers``, None) has ``name``, any case."""
+    if not headers:
+        return False
+    pairs = headers.multi_items() if hasattr(headers, "multi_items") else None
+    if pairs is None:
+        pairs = list(headers.items()) if hasattr(headers, "items") else list(headers)
+    for key, _ in pairs:
+        text = key.decode("latin-1") if isinstance(key, bytes) else str(key)
+        if text.lower() == name:
+            return True
+    return False
+
+
+def _count_attempts(exc: Exception, refused: list[Exception], max_retries: int) -> None:
+    """Say on the error the first request finally raised how many requests were made:
+    ``attempts`` (1 when none was retried), and a note (Python 3.11+) naming the earlier
+    ones' errors."""
+    attempts = len(refused) + 1
+    with contextlib.suppress(AttributeError, TypeError):
+        exc.attempts = attempts  # type: ignore[attr-defined]
+    if not refused:
+        return
+    earlier = ", ".join(_describe_refusal(e) for e in refused)
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        add_note(
+            f"streamfold: request {attempts} of at most {max_retries + 1} (max_retries="
+            f"{max_retries}); the earlier {'one' if len(refused) == 1 else len(refused)} "
+            f"failed: {earlier}"
+        )
+
+
+def _describe_refusal(exc: Exception) -> str:
+    if isinstance(exc, StreamError) and exc.status is not None:
+        return f"HTTP {exc.status}"
+    return type(exc).__name__
 
 
 @functools.cache
@@ -720,6 +786,7 @@ class _StreamBase:
         idle_timeout: float | None,
         initial_delay: float,
         max_delay: float,
+        max_retries: int,
         request_kwargs: dict[str, Any],
     ) -> None:
         from .providers import check_provider_name
@@ -735,6 +802,11 @@ class _StreamBase:
             ) from exc
         check_provider_name(provider)
         check_max_event_bytes(max_event_bytes)
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        self._max_retries = max_retries
+        #: The earlier attempts of the first request that were refused (then retried).
+        self._refused: list[Exception] = []
         self.method = method
         self.url = url
         self.provider = provider
@@ -820,12 +892,67 @@ class _StreamBase:
 
     def _opening_failed(self, exc: BaseException) -> BaseException:
         """What ``open()`` raises for ``exc``: a silent server as ``IdleTimeoutError``; a
-        ``StreamfoldError`` carries ``.partial`` (the empty message) as every error of a fold."""
+        ``StreamfoldError`` carries ``.partial`` (the empty message) as every error of a fold,
+        and the count of requests made (``attempts``)."""
         if isinstance(exc, Exception):
             exc = self._silent(exc)
+            _count_attempts(exc, self._refused, self._max_retries)
         if isinstance(exc, StreamfoldError):
             self._annotate(exc)
         return exc
+
+    def _repeatable(self, request_kwargs: dict[str, Any]) -> bool:
+        """Sending the request again cannot act twice where the first one may have acted: an
+        idempotent method (RFC 9110: GET, HEAD, PUT, DELETE…), a request carrying an
+        ``Idempotency-Key`` (the caller says the server deduplicates it), or a model API,
+        whose POST only asks for an answer (the OpenAI and Anthropic SDKs retry its 5xx).
+        Not a POST to an agent platform (``clouisle``, ``onecortex``; ``auto`` may be one),
+        which starts a run whose tools act: a 500 there may come after the run started."""
+        if str(self.method).upper() in _IDEMPOTENT_METHODS:
+            return True
+        if self.provider not in _RUN_STARTING_PROVIDERS:
+            return True
+        return _names_header(request_kwargs.get("headers"), "idempotency-key") or (
+            _names_header(getattr(self._client, "headers", None), "idempotency-key")
+        )
+
+    def _retry_delay(self, exc: Exception, response: httpx.Response | None) -> float | None:
+        """How long to wait before sending the first request again after ``exc`` (None: raise
+        it). Only the first request, before a byte of its stream was read, gets here."""
+        if len(self._refused) >= self._max_retries or self._closed:
+            return None
+        if not self._retryable(exc, response):
+            return None
+        self._refused.append(exc)
+        options = self._resume_options
+        max_delay = float(options["max_delay"])
+        retry_after = exc.retry_after if isinstance(exc, StreamError) else None
+        if retry_after is not None:
+            return max(0.0, min(max_delay, float(retry_after)))
+        delay = float(options["initial_delay"]) * 2 ** (len(self._refused) - 1)
+        return float(max(0.0, min(max_delay, delay * (1 + _JITTER * random.random()))))
+
+    def _retryable(self, exc: Exception, response: httpx.Response | None) -> bool:
+        import httpx
+
+        if isinstance(exc, StreamError) and exc.status is not None:
+            # The SDKs' header: the server's own word on whether to retry wins.
+            verdict = response.headers.get("x-should-retry", "") if response is not None else ""
+            if verdict.lower() in ("true", "false"):
+                return verdict.lower() == "true"
+            if exc.status in _REFUSED_STATUSES:
+                return True
+            return exc.status >= 500 and self._repeatable(self._request_kwargs)
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+            return True  # the request was never sent
+        if isinstance(exc, httpx.TimeoutException):
+            # The server has the request and may be working on it; the wait took the whole
+            # timeout (or idle_timeout) already: raised, as before.
+            return False
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.NetworkError)):
+            # The connection failed before a response came: the request may have arrived.
+            return self._repeatable(self._request_kwargs)
+        return False
 
     @property
     def folder(self) -> Folder:
@@ -928,11 +1055,26 @@ class EventStream(_StreamBase):
             client = self._client = self._stack.enter_context(
                 httpx.Client(timeout=httpx.Timeout(read, connect=connect), verify=_ssl_context())
             )
-        response: httpx.Response = self._stack.enter_context(
-            client.stream(self.method, self.url, **self._timed(client, kwargs))
-        )
-        check_response(response, self.provider)
-        return response
+        while True:
+            response: httpx.Response | None = None
+            try:
+                with contextlib.ExitStack() as attempt:
+                    response = attempt.enter_context(
+                        client.stream(self.method, self.url, **self._timed(client, kwargs))
+                    )
+                    check_response(response, self.provider)
+                    # The stream: closed with the stream, not when this attempt ends.
+                    self._stack.push(attempt.pop_all())
+                    return response
+            except Exception as exc:
+                # The refused response (its error body read) is closed: nothing stays open
+                # during the wait, whatever ends it.
+                delay = self._retry_delay(exc, response)
+                if delay is None:
+                    raise
+            _pause(delay)
+            if self._closed:  # close() came during the wait: no further request
+                raise self._refused.pop()
 
     def _connect(self, cursor: Cursor) -> Any:
         if cursor.attempt == 0 and self.response is not None:
@@ -1095,11 +1237,24 @@ class AsyncEventStream(_StreamBase):
                     timeout=httpx.Timeout(read, connect=connect), verify=_ssl_context()
                 )
             )
-        response: httpx.Response = await self._stack.enter_async_context(
-            client.stream(self.method, self.url, **self._timed(client, kwargs))
-        )
-        await acheck_response(response, self.provider)
-        return response
+        while True:
+            response: httpx.Response | None = None
+            try:
+                async with contextlib.AsyncExitStack() as attempt:
+                    opened: httpx.Response = await attempt.enter_async_context(
+                        client.stream(self.method, self.url, **self._timed(client, kwargs))
+                    )
+                    response = opened
+                    await acheck_response(opened, self.provider)
+                    self._stack.push_async_exit(attempt.pop_all())
+                    return opened
+            except Exception as exc:
+                delay = self._retry_delay(exc, response)
+                if delay is None:
+                    raise
+            await _apause(delay)
+            if self._closed:
+                raise self._refused.pop()
 
     def _connect(self, cursor: Cursor) -> Any:
         if cursor.attempt == 0 and self.response is not None:
@@ -1282,6 +1437,7 @@ def stream(
     idle_timeout: float | None = None,
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
+    max_retries: int = 2,
     **request_kwargs: Any,
 ) -> EventStream:
     """Make a streamed request with httpx and read it as events or a folded message.
@@ -1300,6 +1456,17 @@ def stream(
     ``initial_delay`` and ``max_delay`` are those of :func:`streamfold.events_resumable`;
     ``idle_timeout`` also bounds the wait for the first response's head (``IdleTimeoutError``,
     caused by httpx's ``ReadTimeout``).
+
+    ``max_retries`` (2, as the OpenAI and Anthropic SDKs): a first request refused before any
+    byte of its stream (408, 409, 425, 429, 503, 529, or a connection that could not be made)
+    is sent again up to that many times, after ``retry-after-ms`` / ``Retry-After`` (capped
+    by ``max_delay``), else ``initial_delay`` doubled each time with jitter. A 5xx (or a
+    connection lost before the response) is sent again only when doing so cannot act twice:
+    an idempotent method, an ``Idempotency-Key`` header, or a model API; not a POST to an
+    agent platform (``clouisle``, ``onecortex``, ``auto``). A server's ``x-should-retry``
+    decides. Timeouts are not retried. The error finally raised is the last attempt's, its
+    ``attempts`` the number of requests made. Once the stream answered, nothing is sent again
+    except by ``resume=True``.
     """
     return EventStream(
         method,
@@ -1313,6 +1480,7 @@ def stream(
         idle_timeout=idle_timeout,
         initial_delay=initial_delay,
         max_delay=max_delay,
+        max_retries=max_retries,
         request_kwargs=request_kwargs,
     )
 
@@ -1330,6 +1498,7 @@ def astream(
     idle_timeout: float | None = None,
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
+    max_retries: int = 2,
     **request_kwargs: Any,
 ) -> AsyncEventStream:
     """Async twin of :func:`stream` with ``httpx.AsyncClient`` (asyncio and trio)."""
@@ -1345,5 +1514,6 @@ def astream(
         idle_timeout=idle_timeout,
         initial_delay=initial_delay,
         max_delay=max_delay,
+        max_retries=max_retries,
         request_kwargs=request_kwargs,
     )
