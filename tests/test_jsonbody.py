@@ -201,6 +201,26 @@ def test_duplicates_in_a_catch_up_are_dropped_as_in_the_stream() -> None:
     assert sf.fold_json(catch_up(items), "clouisle").text == sf.fold([sse(RUN)], "clouisle").text
 
 
+def test_a_lone_surrogate_reads_as_in_the_stream() -> None:
+    # JSON allows "\ud800" alone; the stream's SSE data carries it escaped and folds to that
+    # code point. The body's events were re-encoded as UTF-8 frames, where it cannot stand: the
+    # text became three U+FFFD ('a\ufffd\ufffd\ufffdb').
+    item = {**RUN[8], "payload": {"delta": "a\ud800b\U0001f600"}}
+    items = [*RUN[:8], item, *RUN[9:]]
+    stream = "".join(
+        f"event: {i['type']}\ndata: {json.dumps(i)}\n\n" for i in items
+    ).encode()  # ASCII JSON, as a server may send it
+    expected = sf.fold([stream], "clouisle")
+    assert "a\ud800b\U0001f600" in expected.text
+    body = json.dumps(catch_up(items))
+    assert sf.fold_json(body, "clouisle") == expected
+    assert sf.fold_json(json.loads(body), "clouisle") == expected
+    answer = '{"result": "a\\ud800b", "events": []}'
+    oc_stream = b'data: {"v": 1, "type": "done", "result": "a\\ud800b"}\n\n'
+    assert sf.fold_json(answer, "onecortex").text == "a\ud800b"
+    assert sf.fold_json(answer, "onecortex") == sf.fold([oc_stream], "onecortex")
+
+
 # -- Onecortex: a JSON caller's answer ---------------------------------------------------------
 
 

@@ -192,11 +192,15 @@ class Provider(ABC):
 def event_frame(item: dict[str, Any]) -> ServerSentEvent:
     """The SSE frame a stream sends for the event object ``item``: named by its ``type``
     (``message`` when it has none), its data the object as JSON. A non-streaming body's
-    events become the frames of their stream this way (``Provider.body_frames``)."""
+    events become the frames of their stream this way (``Provider.body_frames``).
+
+    The data is ASCII JSON (``\\uXXXX`` escapes), as a stream may send it: a string holding a
+    lone surrogate (``"\\ud800"``, which JSON allows) is read back as the stream's is, where
+    UTF-8 data could not hold it."""
     kind = item.get("type")
     return ServerSentEvent(
         event=kind if kind.__class__ is str and kind else "message",
-        data=json.dumps(item, ensure_ascii=False),
+        data=json.dumps(item),
     )
 
 
