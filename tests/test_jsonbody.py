@@ -221,6 +221,29 @@ def test_a_lone_surrogate_reads_as_in_the_stream() -> None:
     assert sf.fold_json(answer, "onecortex") == sf.fold([oc_stream], "onecortex")
 
 
+@pytest.mark.parametrize("provider", ["clouisle", "onecortex"])
+@pytest.mark.parametrize("form", ["bytes", "parsed"])
+def test_a_body_nested_too_deeply_is_a_protocol_error(provider: str, form: str) -> None:
+    # The stream's parser refuses such data (ProtocolError, recursion limit exceeded); the
+    # body raised RecursionError from json.loads (bytes) or json.dumps (parsed).
+    depth = 100_000
+    if form == "bytes":
+        body: Any = b'{"result": ' + b"[" * depth + b"]" * depth + b"}"
+        if provider == "clouisle":
+            body = b'{"code": 0, "data": [{"p": ' + b"[" * depth + b"]" * depth + b"}]}"
+    else:
+        nested: Any = []
+        for _ in range(depth):
+            nested = [nested]
+        body = {"result": nested} if provider == "onecortex" else catch_up([{"p": nested}])
+    with pytest.raises(sf.ProtocolError, match="nested too deeply") as caught:
+        sf.fold_json(body, provider)
+    assert caught.value.provider == provider
+    assert caught.value.partial is not None
+    with pytest.raises(sf.ProtocolError, match="nested too deeply"):
+        list(sf.events_json(body, provider))
+
+
 # -- Onecortex: a JSON caller's answer ---------------------------------------------------------
 
 

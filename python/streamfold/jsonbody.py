@@ -66,7 +66,15 @@ def json_body_frames(body: object, provider: Provider) -> list[Any]:
             f"provider {name!r} has no JSON form of its events that streamfold reads: "
             f"fold_json reads provider={' or '.join(map(repr, JSON_PROVIDERS))}"
         )
-    return provider.body_frames(_parsed(body, name))
+    try:
+        return provider.body_frames(_parsed(body, name))
+    except RecursionError:
+        # json.loads / json.dumps of a value nested past Python's recursion limit: the stream's
+        # JSON parser refuses such data too (a ProtocolError, "recursion limit exceeded").
+        raise ProtocolError(
+            f"{name}: the body is nested too deeply to be read (recursion limit exceeded)",
+            provider=name,
+        ) from None
 
 
 def _incomplete(pipeline: Pipeline, frames: int) -> IncompleteStreamError:
