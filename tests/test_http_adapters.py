@@ -720,6 +720,61 @@ async def test_astream_aclose_from_another_task_ends_the_read(
     assert len(stream_server.seen(rid)) == (1 if which == "first" else 2)
 
 
+def test_stream_close_from_another_thread_during_the_reconnection_delay(
+    stream_server: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # close() from another thread while the reading one waited out the delay before a
+    # reconnection: the reconnection was made anyway (with the caller's client) and the
+    # stream read on to its end. Now the loop ends there, without another request.
+    import threading
+    import types
+
+    import httpx
+
+    import streamfold.resumable as resumable
+
+    rid = "close-in-delay"
+    url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
+    with httpx.Client() as client:
+        s = sf.stream("GET", url, provider="onecortex", client=client, resume=True)
+
+        def sleep(delay: float) -> None:  # the reader's delay: another thread closes now
+            closer = threading.Thread(target=s.close)
+            closer.start()
+            closer.join()
+
+        monkeypatch.setattr(resumable, "time", types.SimpleNamespace(sleep=sleep))
+        events = list(s)
+    assert events
+    assert not isinstance(events[-1], sf.MessageEnd)
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_aclose_during_the_reconnection_delay(
+    anyio_backend: str, stream_server: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The async twin: aclose() while the reading task waited before a reconnection.
+    import httpx
+
+    import streamfold.resumable as resumable
+
+    rid = f"aclose-in-delay-{anyio_backend}"
+    url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
+    async with httpx.AsyncClient() as client:
+        s = sf.astream("GET", url, provider="onecortex", client=client, resume=True)
+
+        async def sleep(delay: float) -> None:
+            await s.aclose()  # as another task would, while this one is in the delay
+
+        monkeypatch.setattr(resumable, "_sleep", sleep)
+        events = [event async for event in s]
+    assert events
+    assert not isinstance(events[-1], sf.MessageEnd)
+    assert len(stream_server.seen(rid)) == 1
+
+
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:
     url = stream_server.url("/stream/onecortex", status=429, rid="entered-429", on="all")
     stream = sf.stream("GET", url, provider="onecortex", initial_delay=0.01, max_delay=0.02)

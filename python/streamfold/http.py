@@ -852,7 +852,12 @@ class _StreamBase:
         return options
 
     def _before_reconnect(self, cursor: Cursor, delay: float, error: Exception | None) -> None:
-        if self._closed_elsewhere:  # the connection was ended by close(): no reconnection
+        self._check_open()
+
+    def _check_open(self) -> None:
+        """Before a reconnection (and again after its delay, which ``close()`` may have come
+        in): the stream was closed while it read, so none is made."""
+        if self._closed_elsewhere:
             raise _Closed
 
     def _timed(self, client: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -1080,6 +1085,7 @@ class EventStream(_StreamBase):
         if cursor.attempt == 0 and self.response is not None:
             self._current = self.response
             return self.response
+        self._check_open()
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
         assert self._client is not None
         return self._tracked(
@@ -1260,6 +1266,7 @@ class AsyncEventStream(_StreamBase):
         if cursor.attempt == 0 and self.response is not None:
             self._current = self.response
             return self.response
+        self._check_open()
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
         assert self._client is not None
         return self._tracked(
