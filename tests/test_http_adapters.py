@@ -720,6 +720,52 @@ async def test_astream_aclose_from_another_task_ends_the_read(
     assert len(stream_server.seen(rid)) == (1 if which == "first" else 2)
 
 
+def test_stream_close_from_another_thread_between_two_events(
+    stream_server: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # close() from another thread while the reading one was between two events: close() ran
+    # the stream's generator to close it, and the reader asking for its next event meanwhile
+    # got ValueError ("generator already executing"). Now its loop ends, as for a close()
+    # that came during a read.
+    import threading
+
+    import streamfold.http as http
+
+    url = stream_server.url("/stream/onecortex")
+    closing, tried = threading.Event(), threading.Event()
+    close_sync = http._close_sync
+
+    def slow_close(response: Any) -> None:  # the closer, inside the generator's cleanup
+        closing.set()
+        tried.wait(5)
+        close_sync(response)
+
+    monkeypatch.setattr(http, "_close_sync", slow_close)
+    s = sf.stream("GET", url, provider="onecortex")
+    events: list[sf.Event] = []
+    failures: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            s.close()
+        except BaseException as exc:  # reported by the test
+            failures.append(exc)
+
+    closer = threading.Thread(target=close)
+    try:
+        for event in s:
+            events.append(event)
+            if len(events) == 2:
+                closer.start()
+                assert closing.wait(5)
+    finally:
+        tried.set()
+        closer.join(5)
+    assert not closer.is_alive()
+    assert not failures
+    assert len(events) == 2
+
+
 def test_stream_close_from_another_thread_during_the_reconnection_delay(
     stream_server: StreamServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1126,6 +1126,10 @@ class EventStream(_StreamBase):
                 # ends the loop, as a close() between two events would.
                 self.close()
                 return
+            if self._closed:
+                # Another thread is closing the stream, running its generator to its end: the
+                # next event was asked for meanwhile ("generator already executing").
+                return
             if isinstance(exc, StreamfoldError):
                 self._annotate(exc)
             self.close()
@@ -1171,16 +1175,23 @@ class EventStream(_StreamBase):
         self._closed = True
         iterator = self._iterator
         try:
-            if getattr(iterator, "gi_running", False):
+            running = getattr(iterator, "gi_running", False)
+            if not running:
+                close = getattr(iterator, "close", None)
+                try:
+                    if close is not None:
+                        close()
+                except ValueError:
+                    # Another thread asked for its next event just now: it runs.
+                    running = getattr(iterator, "gi_running", False)
+                    if not running:
+                        raise
+            if running:
                 # Another thread is inside the iterator, blocked in a read: a generator cannot
                 # be closed from outside while it runs, and closing a socket does not wake a
                 # read blocked on it; shutting it down does.
                 self._closed_elsewhere = True
                 _shutdown_read(self._current)
-            else:
-                close = getattr(iterator, "close", None)
-                if close is not None:
-                    close()
         finally:
             self._stack.close()
 
