@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._transport import connection_lost, is_transport_error
 from .errors import IdleTimeoutError, ProtocolError, StreamError, StreamfoldError
+from .events import BlockDelta, BlockStart
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 
 if TYPE_CHECKING:
@@ -1408,9 +1409,7 @@ def _shutdown_read(response: httpx.Response | None) -> None:
 
 def _text_of(event: Event) -> str:
     """The answer text an event adds: a text block's delta, or the text its start carries
-    (choice 0, the one ``fold()`` returns)."""
-    from .events import BlockDelta, BlockStart
-
+    (choice 0, the one ``fold()`` returns). Run on every event: its classes are read once."""
     if isinstance(event, (BlockDelta, BlockStart)) and event.kind == "text" and event.choice == 0:
         return event.text
     return ""
