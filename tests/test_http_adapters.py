@@ -1183,6 +1183,33 @@ def test_iter_sse_of_a_requests_response_hands_over_each_read(
     assert stream_server.wait_disconnect(rid, 2.0)  # left during the silence
 
 
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ({"cut": 300}, "ChunkedEncodingError"),
+        ({"cut": 300, "length": 1}, "ChunkedEncodingError"),
+        ({"gzip": "bad"}, "ContentDecodingError"),
+    ],
+)
+@pytest.mark.parametrize("name", ["onecortex", "cohere-v1"])
+def test_iter_sse_of_a_requests_response_raises_requests_errors(
+    stream_server: StreamServer, name: str, fault: dict[str, Any], error: str
+) -> None:
+    # Reading the body with urllib3's read1 let urllib3's own exceptions out
+    # (urllib3.exceptions.ProtocolError for a connection cut mid-body), which
+    # `except requests.RequestException` does not catch; iterating the response raised
+    # requests' exceptions, as it does again.
+    import requests
+
+    jsonl = name == "cohere-v1"
+    with requests.get(stream_server.url(f"/stream/{name}", **fault), stream=True) as response:
+        frames = sf.iter_json_lines(response) if jsonl else sf.iter_sse(response)
+        with pytest.raises(requests.RequestException) as caught:
+            for _ in frames:
+                pass
+    assert type(caught.value).__name__ == error
+
+
 def test_requests_response_read_without_stream_folds_too(stream_server: StreamServer) -> None:
     # Without `stream=True` requests has read the whole body already: the same message.
     import requests

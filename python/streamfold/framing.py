@@ -45,8 +45,28 @@ def _reads(chunks: Iterable[_Chunk]) -> Iterable[_Chunk]:
     from .http import _requests_body, _requests_response
 
     if _requests_response(chunks) is not None:
-        return _requests_body(chunks)
+        return _requests_errors(_requests_body(chunks))
     return chunks
+
+
+def _requests_errors(body: Iterator[bytes]) -> Iterator[bytes]:
+    """``body`` (urllib3's reads) raising what iterating the ``requests.Response`` raises:
+    requests' own exceptions (``ChunkedEncodingError`` for a connection cut mid-body, …), so
+    that ``except requests.RequestException`` still catches them. The mapping is requests'
+    ``iter_content``'s."""
+    import requests.exceptions as requests_errors
+    from urllib3 import exceptions as urllib3_errors
+
+    try:
+        yield from body
+    except urllib3_errors.ProtocolError as exc:
+        raise requests_errors.ChunkedEncodingError(exc) from exc
+    except urllib3_errors.DecodeError as exc:
+        raise requests_errors.ContentDecodingError(exc) from exc
+    except urllib3_errors.ReadTimeoutError as exc:
+        raise requests_errors.ConnectionError(exc) from exc
+    except urllib3_errors.SSLError as exc:
+        raise requests_errors.SSLError(exc) from exc
 
 
 def _frames(step: Callable[[_A], list[_T]], arg: _A) -> tuple[list[_T], ProtocolError | None]:
