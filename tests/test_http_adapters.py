@@ -729,7 +729,7 @@ def test_stream_close_from_another_thread_between_two_events(
     # that came during a read.
     import threading
 
-    import streamfold.http as http
+    from streamfold import http
 
     url = stream_server.url("/stream/onecortex")
     closing, tried = threading.Event(), threading.Event()
@@ -777,7 +777,7 @@ def test_stream_close_from_another_thread_during_the_reconnection_delay(
 
     import httpx
 
-    import streamfold.resumable as resumable
+    from streamfold import resumable
 
     rid = "close-in-delay"
     url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
@@ -804,7 +804,7 @@ async def test_astream_aclose_during_the_reconnection_delay(
     # The async twin: aclose() while the reading task waited before a reconnection.
     import httpx
 
-    import streamfold.resumable as resumable
+    from streamfold import resumable
 
     rid = f"aclose-in-delay-{anyio_backend}"
     url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
@@ -819,6 +819,75 @@ async def test_astream_aclose_during_the_reconnection_delay(
     assert events
     assert not isinstance(events[-1], sf.MessageEnd)
     assert len(stream_server.seen(rid)) == 1
+
+
+def test_stream_close_from_another_thread_while_a_reconnection_is_made(
+    stream_server: StreamServer,
+) -> None:
+    # close() from another thread while the reading one sent a reconnection's request: close()
+    # shut down the response it knew (the first, ended already), and the reconnection's
+    # response was then read to its end. Now the loop ends once that response is known.
+    import contextlib
+    import threading
+    from collections.abc import Iterator
+
+    import httpx
+
+    rid = "close-in-reconnection"
+    url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
+    requests_made: list[str] = []
+
+    class ClosingClient(httpx.Client):
+        @contextlib.contextmanager
+        def stream(self, *args: Any, **kwargs: Any) -> Iterator[httpx.Response]:
+            requests_made.append("request")
+            if len(requests_made) == 2:  # the reconnection: another thread closes now
+                closer = threading.Thread(target=s.close)
+                closer.start()
+                closer.join()
+            with super().stream(*args, **kwargs) as response:
+                yield response
+
+    with ClosingClient() as client:
+        s = sf.stream(
+            "GET", url, provider="onecortex", client=client, resume=True, initial_delay=0.001
+        )
+        events = list(s)
+    assert len(events) == len(sf.Pipeline("onecortex").feed(STREAMS["onecortex"][2][:300]))
+    assert len(requests_made) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_astream_aclose_while_a_reconnection_is_made(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # The async twin: aclose() while the reading task awaited a reconnection's response.
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    import httpx
+
+    rid = f"aclose-in-reconnection-{anyio_backend}"
+    url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
+    requests_made: list[str] = []
+
+    class ClosingClient(httpx.AsyncClient):
+        @contextlib.asynccontextmanager
+        async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[httpx.Response]:
+            requests_made.append("request")
+            if len(requests_made) == 2:
+                await s.aclose()  # as another task would, while this one awaits the response
+            async with super().stream(*args, **kwargs) as response:
+                yield response
+
+    async with ClosingClient() as client:
+        s = sf.astream(
+            "GET", url, provider="onecortex", client=client, resume=True, initial_delay=0.001
+        )
+        events = [event async for event in s]
+    assert len(events) == len(sf.Pipeline("onecortex").feed(STREAMS["onecortex"][2][:300]))
+    assert len(requests_made) == 2
 
 
 def test_stream_raises_http_errors_when_entered(stream_server: StreamServer) -> None:

@@ -856,8 +856,9 @@ class _StreamBase:
         self._check_open()
 
     def _check_open(self) -> None:
-        """Before a reconnection (and again after its delay, which ``close()`` may have come
-        in): the stream was closed while it read, so none is made."""
+        """Before a reconnection, again after its delay and once its response is known
+        (``close()`` may come in either, and the response it would end is not known to it
+        yet): the stream was closed while it read, so none is made or read."""
         if self._closed_elsewhere:
             raise _Closed
 
@@ -1099,6 +1100,7 @@ class EventStream(_StreamBase):
     ) -> Generator[httpx.Response]:
         with manager as response:
             self._current = response
+            self._check_open()  # close() came while the request was made: it did not see it
             yield response
 
     def _make_iterator(self) -> Iterator[Event]:
@@ -1291,6 +1293,7 @@ class AsyncEventStream(_StreamBase):
     ) -> AsyncGenerator[httpx.Response]:
         async with manager as response:
             self._current = response
+            self._check_open()  # aclose() came while the request was made: it did not see it
             yield response
 
     async def _make_iterator(self) -> AsyncIterator[Event]:
