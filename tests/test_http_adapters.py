@@ -643,10 +643,15 @@ async def test_astream_text_stream(anyio_backend: str, stream_server: StreamServ
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
-#: The first connection stalls mid-body; or it is cut and its reconnection stalls.
-CLOSE_DURING_A_READ: dict[str, dict[str, Any]] = {
-    "first": {"stall": 5, "stall_at": 400},
-    "reconnection": {"cut": 300, "cut_on": "0", "stall": 5, "stall_at": 20, "stall_on": "1"},
+#: The first connection stalls mid-body; or it is cut and its reconnection stalls. Then: the
+#: events read before the silence, and the connections made.
+CLOSE_DURING_A_READ: dict[str, tuple[dict[str, Any], int, int]] = {
+    "first": ({"stall": 5, "stall_at": 400}, 4, 1),
+    "reconnection": (
+        {"cut": 300, "cut_on": "0", "stall": 5, "stall_at": 20, "stall_on": "1"},
+        3,
+        2,
+    ),
 }
 
 
@@ -661,34 +666,36 @@ def test_stream_close_from_another_thread_ends_the_read(
     import time
 
     rid = f"close-from-thread-{which}"
-    url = stream_server.url("/stream/onecortex", rid=rid, **CLOSE_DURING_A_READ[which])
+    fault, before, connections = CLOSE_DURING_A_READ[which]
+    url = stream_server.url("/stream/onecortex", rid=rid, **fault)
     s = sf.stream("GET", url, provider="onecortex", resume=True, initial_delay=0.005)
     s.open()
     events: list[sf.Event] = []
     failures: list[BaseException] = []
-    reading = threading.Event()
 
     def read() -> None:
         try:
             for event in s:
                 events.append(event)
-                if len(events) == 3:
-                    reading.set()
         except BaseException as exc:  # reported by the test
             failures.append(exc)
-        finally:
-            reading.set()
 
     reader = threading.Thread(target=read)
     reader.start()
-    assert reading.wait(5)
-    time.sleep(0.1)  # the reader is now blocked on the silent server
+    # Until the silence: every event before it read, every connection made (the close is
+    # then seen wherever the reader stands: in the read, or just before it).
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (
+        len(events) < before or len(stream_server.seen(rid)) < connections
+    ):
+        time.sleep(0.002)
     s.close()
     reader.join(10)
+    assert not reader.is_alive()
     assert not failures
-    assert events
+    assert len(events) == before  # nothing after the close, no error
     assert stream_server.wait_disconnect(rid, 2.0)  # left during the silence
-    assert len(stream_server.seen(rid)) == (1 if which == "first" else 2)
+    assert len(stream_server.seen(rid)) == connections
 
 
 @pytest.mark.anyio
@@ -700,24 +707,24 @@ async def test_astream_aclose_from_another_task_ends_the_read(
     # aclose() from another task raised RuntimeError ("asynchronous generator is already
     # running") and the reading task ended in ConnectionLostError.
     rid = f"aclose-from-task-{which}-{anyio_backend}"
-    url = stream_server.url("/stream/onecortex", rid=rid, **CLOSE_DURING_A_READ[which])
+    fault, before, connections = CLOSE_DURING_A_READ[which]
+    url = stream_server.url("/stream/onecortex", rid=rid, **fault)
     events: list[sf.Event] = []
     async with sf.astream("GET", url, provider="onecortex", resume=True, initial_delay=0.005) as s:
-        three = anyio.Event()
 
         async def read() -> None:
             async for event in s:
                 events.append(event)
-                if len(events) == 3:
-                    three.set()
 
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(read)
-            await three.wait()
-            await anyio.sleep(0.1)  # the reader is now awaiting the silent server
-            await s.aclose()
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(read)
+                while len(events) < before or len(stream_server.seen(rid)) < connections:
+                    await anyio.sleep(0.002)  # until the silence (see the sync test)
+                await s.aclose()
+    assert len(events) == before
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
-    assert len(stream_server.seen(rid)) == (1 if which == "first" else 2)
+    assert len(stream_server.seen(rid)) == connections
 
 
 def test_stream_close_from_another_thread_between_two_events(
