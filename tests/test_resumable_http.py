@@ -479,6 +479,83 @@ async def test_astream_idle_timeout_says_where_the_stream_stood(
     check_silence_after_600_bytes(info.value, "onecortex")
 
 
+def check_client_read_timeout(error: BaseException) -> None:
+    """``error`` gave up a stream after the client's own read timeout (0.3 s, shorter than
+    ``idle_timeout=60``) fired: it says the connection failed, caused by httpx's timeout, and
+    claims no silence of 60 s."""
+    import httpx
+
+    assert isinstance(error, sf.ConnectionLostError)
+    assert "idle_timeout" not in str(error)
+    cause = error.__cause__
+    assert isinstance(cause, sf.ConnectionLostError | httpx.ReadTimeout)
+    if isinstance(cause, sf.ConnectionLostError):
+        cause = cause.__cause__
+    assert isinstance(cause, httpx.ReadTimeout)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("form", ["sync", "async", "astream"])
+async def test_a_shorter_read_timeout_of_the_client_is_not_said_to_be_idle_timeout(
+    anyio_backend: str, stream_server: StreamServer, rid: str, form: str
+) -> None:
+    # A client timeout of 0.3 s (httpx's default is 5 s) fired during a silence with
+    # idle_timeout=60: the error said 'no bytes for 60 s (idle_timeout)' (an IdleTimeoutError
+    # as cause). As on sf.stream's first request, httpx's ReadTimeout now stays the cause.
+    import httpx
+
+    url = stream_server.url("/stream/onecortex")
+    params: dict[str, Any] = {"rid": rid, **STALL_AT_600}
+    options: dict[str, Any] = {"idle_timeout": 60, "max_reconnects": 0}
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        if form == "sync":
+            with httpx.Client(timeout=0.3) as sync_client:
+                sf.fold_resumable(
+                    lambda cursor: sync_client.stream("GET", url, params=params),
+                    "onecortex",
+                    **options,
+                )
+        elif form == "async":
+            async with httpx.AsyncClient(timeout=0.3) as async_client:
+                await sf.afold_resumable(
+                    lambda cursor: async_client.stream("GET", url, params=params),
+                    "onecortex",
+                    **options,
+                )
+        else:
+            async with (
+                httpx.AsyncClient(timeout=0.3) as async_client,
+                sf.astream(
+                    "GET",
+                    url,
+                    provider="onecortex",
+                    client=async_client,
+                    params=params,
+                    idle_timeout=60,
+                ) as s,
+            ):
+                await s.fold()
+    check_client_read_timeout(info.value)
+
+
+def test_a_longer_read_timeout_of_the_client_on_a_response_head_is_not_idle_timeout(
+    stream_server: StreamServer, rid: str
+) -> None:
+    # The sync forms with your own connect wait for a response's head as long as your client
+    # says (0.5 s here): its ReadTimeout was said to be 'no response for 0.3 s (idle_timeout)'.
+    import httpx
+
+    url = stream_server.url("/stream/onecortex")
+    params: dict[str, Any] = {"rid": rid, "head_stall": 5}
+    with httpx.Client(timeout=0.5) as client, pytest.raises(httpx.ReadTimeout):
+        sf.fold_resumable(
+            lambda cursor: client.stream("GET", url, params=params),
+            "onecortex",
+            idle_timeout=0.3,
+        )
+
+
 @pytest.mark.parametrize("leave", ["break", "raise"])
 def test_leaving_early_during_a_silence_closes_a_requests_connection(
     stream_server: StreamServer, rid: str, leave: str

@@ -829,9 +829,6 @@ class _StreamBase:
         self._entered = False
         #: The error that ended the stream, raised again by ``fold()``.
         self._error: StreamfoldError | None = None
-        #: ``idle_timeout`` is the read timeout of the requests made (``_timed``), not a
-        #: shorter one of the caller's own.
-        self._idle_bounds_read = False
         #: The response being read (the first one, or a reconnection's).
         self._current: httpx.Response | None = None
         #: ``close()`` came from another thread (task) while it was reading: the read it ended
@@ -876,7 +873,6 @@ class _StreamBase:
         except (TypeError, ValueError):  # httpx's USE_CLIENT_DEFAULT
             base = client.timeout
         read = idle if base.read is None else min(base.read, idle)
-        self._idle_bounds_read = read == idle
         timeout = httpx.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
         return {**kwargs, "timeout": timeout}
 
@@ -885,12 +881,10 @@ class _StreamBase:
         read timeout, which ``_timed`` bounds by ``idle_timeout``, is that silence, raised as
         ``IdleTimeoutError`` (as a reconnection's is), caused by httpx's exception. A shorter
         read timeout of the caller's own (``timeout=``) fired first: that one stays httpx's."""
-        idle = self._resume_options["idle_timeout"]
-        if idle is None or not self._idle_bounds_read:
-            return exc
-        import httpx
+        from .resumable import _is_read_timeout
 
-        if not isinstance(exc, httpx.ReadTimeout):
+        idle = self._resume_options["idle_timeout"]
+        if idle is None or not _is_read_timeout(exc, idle):
             return exc
         name = self.provider
         error = IdleTimeoutError.silence(name, idle, waiting_for="response")

@@ -666,7 +666,7 @@ def events_resumable(
                     pipeline.raise_pending()
         except Exception as exc:
             error = exc
-            if idle_timeout is not None and _is_read_timeout(exc):
+            if idle_timeout is not None and _is_read_timeout(exc, idle_timeout):
                 error = core.idle_error(idle_timeout, waiting_for, _client_error(exc))
         ending = core.end(error, connected=connected)
         yield from ending.events
@@ -687,11 +687,25 @@ def _client_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def _is_read_timeout(exc: BaseException) -> bool:
-    """``exc`` is httpx's read timeout, which ``idle_timeout`` sets: silence, when it was
-    given."""
+def _is_read_timeout(exc: BaseException, idle_timeout: float) -> bool:
+    """``exc`` is httpx's read timeout that ``idle_timeout`` set (``_apply_httpx_idle_timeout``,
+    ``sf.stream``'s requests): a silence of ``idle_timeout`` s. Another read timeout, the
+    caller's own, is not said to be ``idle_timeout``: it stays httpx's, as ``sf.stream`` keeps
+    it on the first request. A shorter one (httpx's default is 5 s) fired before
+    ``idle_timeout``; a longer one bounded a wait that ``idle_timeout`` does not (a response's
+    head, with the sync forms' own ``connect``)."""
     httpx = sys.modules.get("httpx")
-    return httpx is not None and isinstance(_client_error(exc), httpx.ReadTimeout)
+    if httpx is None:
+        return False
+    error = _client_error(exc)
+    if not isinstance(error, httpx.ReadTimeout):
+        return False
+    try:
+        timeouts = error.request.extensions.get("timeout")
+    except RuntimeError:  # no request attached: nothing says it was another timeout
+        return True
+    read = timeouts.get("read") if isinstance(timeouts, dict) else None
+    return not isinstance(read, (int, float)) or read == idle_timeout
 
 
 def note_detected(folder: Folder, event: Event) -> None:
@@ -930,7 +944,7 @@ async def aevents_resumable(
                     pipeline.raise_pending()
         except Exception as exc:
             error = exc
-            if idle_timeout is not None and _is_read_timeout(exc):
+            if idle_timeout is not None and _is_read_timeout(exc, idle_timeout):
                 # httpx's own read timeout (``sf.astream`` sets it to idle_timeout) may fire
                 # before ours: the same silence.
                 error = core.idle_error(idle_timeout, waiting_for, _client_error(exc))
