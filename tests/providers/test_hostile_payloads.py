@@ -169,6 +169,28 @@ def test_unnamed_frame_whose_type_is_not_a_string_is_unknown(kind: Any) -> None:
     assert error.partial is not None
 
 
+@pytest.mark.parametrize("kind", [["content_delta"], {"a": 1}, 5])
+def test_clouisle_unnamed_frame_whose_type_is_not_a_string_is_unknown(kind: Any) -> None:
+    """Clouisle reads an unnamed frame's event from its ``type`` too: a list or an object
+    there raised TypeError (unhashable type) from inside the provider, from ``sf.fold`` and
+    from ``sf.fold_json`` on a catch-up holding such an event. Now the frame is Unknown."""
+    start = ("message_start", {"message_id": "m"})
+    end = [("content_delta", {"delta": "hi"}), ("message_end", {})]
+    events = list(sf.events([sse(start, {"type": kind}, *end)], provider="clouisle"))
+    assert [e.event_type for e in events if isinstance(e, sf.Unknown)] == ["message"]
+    assert sf.fold([sse(start, {"type": kind}, *end)], provider="clouisle").text == "hi"
+    error = _fold_error([sse(start, {"type": kind})], "clouisle")
+    assert isinstance(error, sf.IncompleteStreamError)
+    assert error.partial is not None
+    items = [
+        {"sequence": 1, "type": "message_start", "payload": {"message_id": "m"}},
+        {"sequence": 2, "type": kind, "payload": {}},
+        {"sequence": 3, "type": "content_delta", "payload": {"delta": "hi"}},
+        {"sequence": 4, "type": "message_end", "payload": {}},
+    ]
+    assert sf.fold_json({"code": 0, "data": items}, "clouisle").text == "hi"
+
+
 def _ids() -> list[str]:
     return [f"{provider}-{i}" for i, (provider, _, _) in enumerate(CASES)]
 

@@ -301,6 +301,10 @@ class Clouisle(Provider):
         event_type = frame.event
         if event_type == "message":
             event_type = payload.get("type")
+            if event_type.__class__ is not str:
+                # A "type" that names no event (a list, an object, a number): the frame is
+                # Unknown, named as it came, as Anthropic reads such a frame.
+                event_type = frame.event
         sequence = payload.get("sequence")
         if sequence.__class__ is int and self._workflow:
             # Workflow nodes that stream (answer, LLM) number their events with their own
