@@ -534,13 +534,13 @@ class _ThreadedReader:
         source: Any,
         provider: str,
         idle_timeout: float,
-        silence: Callable[[], IdleTimeoutError] | None = None,
+        silence: Callable[[], IdleTimeoutError],
     ) -> None:
         self._source = source
         self._provider = provider
         self._idle_timeout = idle_timeout
         #: Makes the error of a silence (``_Resumer.idle_error``: where the stream stood).
-        self._silence = silence or (lambda: IdleTimeoutError.silence(provider, idle_timeout))
+        self._silence = silence
         self._queue: queue.Queue[tuple[object, Any]] = queue.Queue(maxsize=16)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="streamfold-reader", daemon=True)
@@ -786,7 +786,7 @@ async def _sleep(seconds: float) -> None:
 
 
 async def _next_chunk(
-    chunks: AsyncIterator[bytes], idle_timeout: float | None, core: _Resumer | None = None
+    chunks: AsyncIterator[bytes], idle_timeout: float | None, core: _Resumer
 ) -> bytes:
     """The next chunk, or ``IdleTimeoutError`` after ``idle_timeout`` s of silence."""
     chunk: bytes = await _within(idle_timeout, chunks.__anext__(), waiting_for="bytes", core=core)
@@ -798,7 +798,7 @@ async def _within(
     awaitable: Awaitable[Any],
     *,
     waiting_for: str = "response",
-    core: _Resumer | None = None,
+    core: _Resumer,
 ) -> Any:
     """``await awaitable``, or ``IdleTimeoutError`` after ``idle_timeout`` s: the wait for a
     chunk (``waiting_for="bytes"``), and the wait for a response's head or its error body (a
@@ -809,9 +809,7 @@ async def _within(
     limit: float = idle_timeout
 
     def silence() -> IdleTimeoutError:
-        if core is not None:
-            return core.idle_error(limit, waiting_for)
-        return IdleTimeoutError.silence("streamfold", limit, waiting_for=waiting_for)
+        return core.idle_error(limit, waiting_for)
 
     if _async_library() == "trio":
         import trio
