@@ -244,6 +244,16 @@ def test_a_body_nested_too_deeply_is_a_protocol_error(provider: str, form: str) 
         list(sf.events_json(body, provider))
 
 
+@pytest.mark.parametrize("form", ["bytes", "text"])
+def test_a_body_with_a_utf8_bom_is_read(form: str) -> None:
+    # httpx's response.json() (json.loads of the bytes) skips a UTF-8 BOM; the body's bytes
+    # were decoded with it kept, a ProtocolError ('Unexpected UTF-8 BOM').
+    body = "\ufeff" + json.dumps(catch_up(RUN), ensure_ascii=False)
+    given: Any = body.encode() if form == "bytes" else body
+    assert sf.fold_json(given, "clouisle") == sf.fold([sse(RUN)], "clouisle")
+    assert sf.fold_json("\ufeff" + '{"result": "hé"}', "onecortex").text == "hé"
+
+
 # -- Onecortex: a JSON caller's answer ---------------------------------------------------------
 
 

@@ -41,6 +41,10 @@ def _parsed(body: object, provider: str) -> Any:
     """``body`` as parsed JSON: bytes and text are parsed; anything else is taken as parsed."""
     if isinstance(body, (bytes, bytearray, memoryview, str)):
         text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
+        if text.startswith("\ufeff"):
+            # A UTF-8 BOM: json.loads (and response.json()) skip it in bytes, as the stream's
+            # decoder does; in text it was an error.
+            text = text[1:]
         try:
             return json.loads(text)
         except ValueError as exc:
