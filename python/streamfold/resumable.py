@@ -40,9 +40,10 @@ The rules:
   pings count as life) is a dropped connection. For an httpx response it becomes the
   response's read timeout; for any other sync iterable the reads move to a helper thread; the
   async forms use the running library's own timeout (asyncio or trio).
-* An HTTP error on a reconnection: 408, 425, 429 and 5xx count as a failed attempt (waiting at
-  least ``Retry-After``); any other status ends the stream with ``IncompleteStreamError``
-  caused by the ``StreamError``. The first connection's errors are raised as they are.
+* An HTTP error on a reconnection: 408, 425, 429, 500, 502, 503 and 504 count as a failed
+  attempt (waiting at least ``Retry-After``); any other status (501, 529…) ends the stream
+  with ``IncompleteStreamError`` caused by the ``StreamError``. The first connection's errors
+  are raised as they are.
 """
 
 from __future__ import annotations
