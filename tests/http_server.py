@@ -841,6 +841,9 @@ def start_server(*, record: bool = True) -> StreamServer:
         for method in ("GET", "POST"):
             app.router.add_route(method, "/capture/{folder}/{name}", server.capture)
             app.router.add_route(method, "/example/{file}", server.example)
+            # An SDK's client with base_url=/example/<file> (it appends /chat/completions,
+            # /v1/messages…) gets the example too.
+            app.router.add_route(method, "/example/{file}/{endpoint:.+}", server.example)
             app.router.add_route(method, "/stream/{name}", server.stream)
             app.router.add_route(method, "/run/{name}/events", server.run_events)
             app.router.add_route(method, "/run/{name}/stream", server.run_stream)

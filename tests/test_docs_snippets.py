@@ -115,6 +115,41 @@ async def readme_fold(server: StreamServer, stack: contextlib.AsyncExitStack) ->
     )
 
 
+async def readme_sdks(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    # The official SDKs' raw streamed responses, each SDK pointed at an example stream (its
+    # client appends /chat/completions or /v1/messages to base_url; the server serves both).
+    import anthropic
+    import openai
+
+    openai_client = openai.OpenAI(
+        api_key="k", base_url=server.url("/example/openai_parallel_tools.sse"), max_retries=0
+    )
+    stack.callback(openai_client.close)
+    anthropic_client = anthropic.Anthropic(
+        api_key="k", base_url=server.url("/example/anthropic_thinking.sse"), max_retries=0
+    )
+    stack.callback(anthropic_client.close)
+
+    def check(ns: dict[str, Any]) -> None:
+        paths = [r.path for r in server.requests if r.path.startswith("/example/")]
+        assert "/example/openai_parallel_tools.sse/chat/completions" in paths
+        assert "/example/anthropic_thinking.sse/v1/messages" in paths
+
+    return Run(
+        {
+            "openai_client": openai_client,
+            "anthropic_client": anthropic_client,
+            "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        },
+        before={0: {"model": "gpt-4o"}, 1: {"model": "claude-haiku-4-5"}},
+        after={
+            0: complete_from("openai", "openai_parallel_tools.sse"),
+            1: complete_from("anthropic", "anthropic_thinking.sse"),
+        },
+        check=check,
+    )
+
+
 async def readme_events(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
     rendered: list[str] = []
     response = await opened(stack, server.url("/example/cohere_v2_citations.sse"))
@@ -282,6 +317,9 @@ async def http_md_retry_resumable(server: StreamServer, stack: contextlib.AsyncE
 
 SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("README.md", "import httpx"): readme_fold,
+    ("README.md", "with openai_client.chat.completions.with_streaming_response.create("): (
+        readme_sdks
+    ),
     ("README.md", 'for event in sf.events(response.iter_bytes(), provider="cohere-v2"):'): (
         readme_events
     ),
