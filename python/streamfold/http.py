@@ -11,8 +11,9 @@ the body is parsed:
   at most :data:`MAX_ERROR_BODY` bytes, and never parsed as events);
 * a content type the provider does not stream raises :class:`~streamfold.errors.ProtocolError`
   with an excerpt of the body (``text/event-stream`` for SSE providers; ``cohere-v1`` streams
-  JSON lines: ``application/stream+json``, ``application/x-ndjson`` or ``application/json``;
-  ``auto`` accepts any of them; a missing ``Content-Type`` is accepted). To skip the checks, pass
+  JSON lines: ``application/stream+json``, ``application/x-ndjson``, ``application/ndjson``,
+  ``application/jsonl``, ``application/x-jsonlines`` or ``application/json``; ``auto``
+  accepts any of them; a missing ``Content-Type`` is accepted). To skip the checks, pass
   the bytes instead of the response (``response.iter_bytes()``).
 
 The response is closed when the iteration ends, when the caller stops early and when the
