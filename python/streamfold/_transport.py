@@ -18,6 +18,8 @@ __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 #: an OSError) already report it so.
 _TRANSPORT_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("httpx", ("TransportError", "DecodingError")),
+    # The httpx the OpenAI and Anthropic SDKs read with: their `response.iter_bytes()`.
+    ("httpx2", ("TransportError", "DecodingError")),
     # Read straight from a requests response's urllib3 body (requests wraps these itself).
     ("urllib3.exceptions", ("ProtocolError", "ReadTimeoutError", "SSLError", "DecodeError")),
     ("aiohttp", ("ClientConnectionError", "ClientPayloadError")),

@@ -1,7 +1,8 @@
 """HTTP client adapters: httpx (sync and async), aiohttp and requests responses, and ``stream()``.
 
 ``sf.events(response, provider=...)`` and ``sf.fold(response, ...)`` accept an ``httpx.Response``
-(from ``httpx.Client`` or ``httpx.AsyncClient``, for the async forms), an
+(from ``httpx.Client`` or ``httpx.AsyncClient``, for the async forms; an ``httpx2.Response``,
+as the OpenAI and Anthropic SDKs' ``response.http_response``, alike), an
 ``aiohttp.ClientResponse`` (async forms) or a ``requests.Response`` (sync forms; open it with
 ``stream=True``, or requests reads the whole body before returning) directly. Before a byte of
 the body is parsed:
@@ -360,12 +361,26 @@ def _check_head(provider: str, status: int, content_type: str | None) -> tuple[b
 # -- which client made the response ---------------------------------------------------------
 
 
-def _httpx_response(source: object) -> httpx.Response | None:
-    httpx_module = sys.modules.get("httpx")
-    if httpx_module is not None and isinstance(source, httpx_module.Response):
-        response: httpx.Response = source
-        return response
+#: The modules whose ``Response`` is read as httpx's: httpx, and httpx2, the httpx the OpenAI
+#: and Anthropic SDKs make their requests with (their ``response.http_response``). Both have
+#: the same response, stream and exception classes.
+_HTTPX_MODULES = ("httpx", "httpx2")
+
+
+def _httpx_module(source: object) -> Any:
+    """The module (httpx or httpx2) whose ``Response`` ``source`` is, or ``None``."""
+    for name in _HTTPX_MODULES:
+        module = sys.modules.get(name)
+        if module is not None and isinstance(source, module.Response):
+            return module
     return None
+
+
+def _httpx_response(source: object) -> httpx.Response | None:
+    if _httpx_module(source) is None:
+        return None
+    response: httpx.Response = source  # type: ignore[assignment]
+    return response
 
 
 def _aiohttp_response(source: object) -> Any:
@@ -393,8 +408,7 @@ def is_response(source: object) -> bool:
 
 
 def _httpx_is_async_only(response: httpx.Response) -> bool:
-    import httpx
-
+    httpx = _httpx_module(response)
     stream = response.stream
     return not isinstance(stream, httpx.SyncByteStream) and not response.is_stream_consumed
 
@@ -689,8 +703,7 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
         response = _httpx_response(source)
         if response is None:
             raise _not_a_response(source, asynchronous=True)
-        import httpx
-
+        httpx = _httpx_module(response)
         if (
             isinstance(response.stream, httpx.SyncByteStream)
             and not isinstance(response.stream, httpx.AsyncByteStream)

@@ -81,7 +81,7 @@ from .errors import (
 )
 from .events import Event, Notice
 from .folder import Folder
-from .http import is_response
+from .http import _HTTPX_MODULES, _httpx_module, is_response
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline, check_max_event_bytes
 from .providers import Provider, get_provider
 from .source import async_byte_chunks, sync_byte_chunks
@@ -506,8 +506,7 @@ def _enter_sync(source: Any, stack: contextlib.ExitStack) -> Any:
 def _apply_httpx_idle_timeout(source: Any, idle_timeout: float) -> bool:
     """Make ``idle_timeout`` the read timeout of an httpx response not yet read (httpcore
     takes it from the request's ``timeout`` extension when the body is first read)."""
-    httpx = sys.modules.get("httpx")
-    if httpx is None or not isinstance(source, httpx.Response) or source.is_stream_consumed:
+    if _httpx_module(source) is None or source.is_stream_consumed:
         return False
     timeouts = source.request.extensions.get("timeout")
     if not isinstance(timeouts, dict):
@@ -695,11 +694,12 @@ def _is_read_timeout(exc: BaseException, idle_timeout: float) -> bool:
     it on the first request. A shorter one (httpx's default is 5 s) fired before
     ``idle_timeout``; a longer one bounded a wait that ``idle_timeout`` does not (a response's
     head, with the sync forms' own ``connect``)."""
-    httpx = sys.modules.get("httpx")
-    if httpx is None:
-        return False
-    error = _client_error(exc)
-    if not isinstance(error, httpx.ReadTimeout):
+    error: Any = _client_error(exc)  # an httpx or httpx2 ReadTimeout, once checked
+    if not any(
+        isinstance(error, module.ReadTimeout)
+        for module in map(sys.modules.get, _HTTPX_MODULES)
+        if module is not None
+    ):
         return False
     try:
         timeouts = error.request.extensions.get("timeout")

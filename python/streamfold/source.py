@@ -19,18 +19,25 @@ if TYPE_CHECKING:
 
     import aiohttp
     import httpx
+    import httpx2
     import requests
 
     #: What the sync API reads (``events``, ``fold``): an iterable of bytes chunks (a list, a
     #: file, ``response.iter_bytes()``) or the response of a sync HTTP client. A ``str`` or a
     #: whole ``bytes`` body is refused (``[body]`` is one chunk).
     Chunks: TypeAlias = (
-        Iterable[bytes | bytearray | memoryview] | httpx.Response | requests.Response
+        Iterable[bytes | bytearray | memoryview]
+        | httpx.Response
+        | httpx2.Response
+        | requests.Response
     )
     #: What the async API reads (``aevents``, ``afold``): an async iterable of bytes chunks or
     #: the response of an async HTTP client.
     AsyncChunks: TypeAlias = (
-        AsyncIterable[bytes | bytearray | memoryview] | httpx.Response | aiohttp.ClientResponse
+        AsyncIterable[bytes | bytearray | memoryview]
+        | httpx.Response
+        | httpx2.Response
+        | aiohttp.ClientResponse
     )
 else:
     # At run time (``typing.get_type_hints``) the clients need not be installed.

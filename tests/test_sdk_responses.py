@@ -1,0 +1,140 @@
+"""The official SDKs' raw streamed responses, read by streamfold as they are.
+
+openai and anthropic make their requests with ``httpx2`` (not ``httpx``): their
+``with_streaming_response`` gives a response whose ``http_response`` is an ``httpx2.Response``
+and whose ``iter_bytes()`` raises ``httpx2``'s transport errors. Each SDK is pointed at the
+loopback server (``/example/<file>``: its client appends ``/chat/completions`` or
+``/v1/messages``) and a cut is the server's ``cut=N`` fault, sent as ``extra_query``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+import streamfold as sf
+from http_server import EXAMPLES, StreamServer, stream_server
+
+__all__ = ["stream_server"]
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+httpx2 = pytest.importorskip("httpx2")
+
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+OPENAI_FILE = "openai_parallel_tools.sse"
+ANTHROPIC_FILE = "anthropic_thinking.sse"
+
+
+def whole(name: str, provider: str) -> sf.Message:
+    return sf.fold([(EXAMPLES / name).read_bytes()], provider=provider)
+
+
+def open_openai(client: Any, **extra: Any) -> Any:
+    return client.chat.completions.with_streaming_response.create(
+        model="gpt-4o", messages=MESSAGES, stream=True, **extra
+    )
+
+
+def open_anthropic(client: Any, **extra: Any) -> Any:
+    return client.messages.with_streaming_response.create(
+        model="claude-haiku-4-5", max_tokens=1024, messages=MESSAGES, stream=True, **extra
+    )
+
+
+SDKS = {
+    "openai": (OPENAI_FILE, open_openai, "OpenAI", "AsyncOpenAI"),
+    "anthropic": (ANTHROPIC_FILE, open_anthropic, "Anthropic", "AsyncAnthropic"),
+}
+
+
+def client_of(server: StreamServer, provider: str, *, asynchronous: bool = False) -> Any:
+    name, _, sync_class, async_class = SDKS[provider]
+    module = openai if provider == "openai" else anthropic
+    cls = getattr(module, async_class if asynchronous else sync_class)
+    return cls(api_key="k", base_url=server.url(f"/example/{name}"), max_retries=0)
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_an_sdk_http_response_folds(stream_server: StreamServer, provider: str) -> None:
+    # `response.http_response` is an httpx2.Response: it was a TypeError ("expected an
+    # iterable of bytes or a response"), so users had to know to pass iter_bytes().
+    name, open_stream, _, _ = SDKS[provider]
+    with client_of(stream_server, provider) as client, open_stream(client) as response:
+        assert isinstance(response.http_response, httpx2.Response)
+        message = sf.fold(response.http_response, provider=provider)
+    assert message == whole(name, provider)
+    assert message.complete
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_a_cut_sdk_body_is_connection_lost_with_the_partial(
+    stream_server: StreamServer, provider: str
+) -> None:
+    # A cut while the SDK's body is read raised httpx2's own RemoteProtocolError, which no
+    # `except sf.StreamfoldError` caught and which carried no partial message.
+    name, open_stream, _, _ = SDKS[provider]
+    extra = {"extra_query": {"cut": 700}}
+    for source in ("iter_bytes", "http_response"):
+        with (
+            client_of(stream_server, provider) as client,
+            open_stream(client, **extra) as response,
+            pytest.raises(sf.ConnectionLostError) as info,
+        ):
+            chunks = response.iter_bytes() if source == "iter_bytes" else response.http_response
+            sf.fold(chunks, provider=provider)
+        assert isinstance(info.value.__cause__, httpx2.TransportError), source
+        assert isinstance(info.value.partial, sf.Message)
+        assert not info.value.partial.complete
+        assert info.value.partial.id == whole(name, provider).id
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("provider", list(SDKS))
+@pytest.mark.anyio
+async def test_an_async_sdk_http_response_folds(
+    stream_server: StreamServer, provider: str, anyio_backend: str
+) -> None:
+    name, open_stream, _, _ = SDKS[provider]
+    client = client_of(stream_server, provider, asynchronous=True)
+    async with client, open_stream(client) as response:
+        message = await sf.afold(response.http_response, provider=provider)
+    assert message == whole(name, provider)
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+@pytest.mark.anyio
+async def test_a_cut_async_sdk_body_is_connection_lost(
+    stream_server: StreamServer, provider: str
+) -> None:
+    _, open_stream, _, _ = SDKS[provider]
+    client = client_of(stream_server, provider, asynchronous=True)
+    async with client, open_stream(client, extra_query={"cut": 700}) as response:
+        with pytest.raises(sf.ConnectionLostError) as info:
+            await sf.afold(response.iter_bytes(), provider=provider)
+    assert isinstance(info.value.__cause__, httpx2.TransportError)
+    assert isinstance(info.value.partial, sf.Message)
+
+
+def test_the_sync_api_refuses_an_async_sdk_response(stream_server: StreamServer) -> None:
+    # The async-only check reads the response's own module's stream classes (httpx2's here).
+    async def main() -> None:
+        client = client_of(stream_server, "openai", asynchronous=True)
+        async with client, open_openai(client) as response:
+            with pytest.raises(TypeError, match="AsyncClient"):
+                sf.fold(response.http_response, provider="openai")
+
+    anyio.run(main)
+
+
+def test_an_httpx2_read_timeout_set_by_idle_timeout_is_that_silence() -> None:
+    # A resumable fold over an SDK's response: httpx2's read timeout that idle_timeout set is
+    # the same silence as httpx's (IdleTimeoutError, then a reconnection), not a program error.
+    from streamfold.resumable import _is_read_timeout
+
+    request = httpx2.Request("GET", "http://127.0.0.1/", extensions={"timeout": {"read": 0.5}})
+    assert _is_read_timeout(httpx2.ReadTimeout("silent", request=request), 0.5)
+    assert not _is_read_timeout(httpx2.ReadTimeout("the caller's own", request=request), 9.0)
+    assert not _is_read_timeout(httpx2.ConnectTimeout("no connection", request=request), 0.5)
