@@ -674,7 +674,7 @@ def test_the_readme_lists_every_exit_code_the_command_uses() -> None:
     from streamfold import cli
 
     readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
-    sentence = readme.split("Exit codes:", 1)[1].split(".", 1)[0]
+    sentence = re.split(r"Exit codes[^:.]*:", readme, maxsplit=1)[1].split(".", 1)[0]
     documented = {int(n) for n in re.findall(r"\b(\d+) [a-z]", sentence)}
     used = {int(n) for n in re.findall(r"^  (\d+) ", cli._EXIT_CODES, re.MULTILINE)}
     assert documented == used
