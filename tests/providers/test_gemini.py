@@ -927,6 +927,76 @@ def test_partial_args_index_far_past_the_list_is_refused_not_allocated() -> None
         sf.fold([stream(10**9)], provider="gemini")
 
 
+def one_path_call(path: str) -> bytes:
+    """A streamed call with one ``partialArgs`` value at ``path``, closed, then ``STOP``."""
+    return gsse(
+        chunk({"functionCall": {"name": "f", "willContinue": True}}),
+        chunk(
+            {
+                "functionCall": {
+                    "partialArgs": [{"jsonPath": path, "stringValue": "v"}],
+                    "willContinue": True,
+                }
+            }
+        ),
+        chunk({"functionCall": {}}),
+        chunk({"text": ""}, finish="STOP"),
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "$.a[" + "9" * 5000 + "]",  # int() refused it: ValueError (Python's digit limit)
+        "$['\\x']",  # not an escape: json.JSONDecodeError
+        '$["\\u12"]',  # a cut \\u escape: json.JSONDecodeError
+        "$" + ".a" * 5000,  # RecursionError writing the arguments' JSON text
+        "$.a" + "[0]" * 5000,
+    ],
+    ids=["huge-index", "bad-escape", "cut-u-escape", "deep-names", "deep-indices"],
+)
+@pytest.mark.parametrize("provider", ["gemini", "auto"])
+@pytest.mark.parametrize("cut", [False, True])
+def test_partial_args_path_it_cannot_read_is_a_protocol_error(
+    path: str, provider: str, cut: bool
+) -> None:
+    """A ``jsonPath`` whose index no list could have, whose quoted name has a broken escape,
+    or with thousands of steps raised ValueError, JSONDecodeError or RecursionError out of
+    ``fold`` (also at a cut, where the open arguments are written out). Now each is a
+    ProtocolError naming the frame, with the partial message."""
+    stream = one_path_call(path)
+    reads = [stream[: stream.index(b"\r\n\r\n", 200) + 4]] if cut else [stream]
+    with pytest.raises(sf.ProtocolError, match="partialArgs jsonPath") as info:
+        sf.fold(reads, provider=provider)
+    assert (info.value.provider, info.value.position) == ("gemini", 1)
+    assert info.value.partial.tool_calls[0].name == "f"
+    with pytest.raises(sf.ProtocolError, match="partialArgs jsonPath"):
+        list(sf.events(reads, provider=provider))
+
+
+def test_partial_args_quoted_names_read_their_escapes() -> None:
+    """Quoted member names are read as JSONPath writes them: JSON escapes, and in a
+    single-quoted name ``\\'`` and a bare ``"``."""
+    stream = gsse(
+        chunk({"functionCall": {"name": "f", "willContinue": True}}),
+        args(
+            {"jsonPath": "$['it\\'s']", "numberValue": 1},
+            {"jsonPath": "$['say \"hi\"']", "numberValue": 2},
+            {"jsonPath": '$["tab\\there \\u00e9"]', "numberValue": 3},
+            {"jsonPath": "$.b[0]['x']", "numberValue": 4},
+        ),
+        closed(),
+        chunk({"text": ""}, finish="STOP"),
+    )
+    message = sf.fold([stream], provider="gemini", strict=True)
+    assert message.tool_calls[0].arguments == {
+        "it's": 1,
+        'say "hi"': 2,
+        "tab\there \u00e9": 3,
+        "b": [{"x": 4}],
+    }
+
+
 def test_long_streamed_string_argument_in_many_pieces() -> None:
     """A string argument streamed in many ``partialArgs`` pieces (a file a call writes) is
     the pieces joined, in order. (They are joined once, not each onto the whole string so

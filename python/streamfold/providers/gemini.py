@@ -135,6 +135,12 @@ _COUNTS = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
 _PATH_STEP = re.compile(
     r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
 )
+#: In a quoted member name of a partialArgs path: an escape, or a bare ``"`` (a single-quoted
+#: name may hold one), rewritten to make the name a JSON string literal.
+_NAME_ESCAPE = re.compile(r'\\(.)|"', re.DOTALL)
+#: How many steps a partialArgs path may have: the arguments are nested that deep, and their
+#: JSON text is written by recursion (a 1 MB path of ``.a`` steps raised RecursionError).
+MAX_PATH_STEPS = 128
 
 
 def _int(value: Any) -> int | None:
@@ -570,11 +576,26 @@ class Gemini(Provider):
                     raw=frame,
                 )
             name, number, single, double = match.groups()
+            if len(steps) == MAX_PATH_STEPS:
+                raise self.protocol_error(
+                    f"partialArgs jsonPath has more than {MAX_PATH_STEPS} steps",
+                    event=frame.event,
+                    raw=frame,
+                )
+            step: str | int | None = name
             if number is not None:
-                steps.append(int(number))
-            else:
-                quoted = single if single is not None else double
-                steps.append(name if name is not None else json.loads(f'"{quoted}"'))
+                # Python's int digit limit (4300) refuses what no list could be indexed with.
+                step = int(number) if len(number) < 20 else None
+            elif name is None:
+                step = _member_name(single if single is not None else double)
+            if step is None:
+                raise self.protocol_error(
+                    f"partialArgs jsonPath {path[:200]!r} has a step that is not understood "
+                    f"({match.group()[:80]!r})",
+                    event=frame.event,
+                    raw=frame,
+                )
+            steps.append(step)
             position = match.end()
         return steps
 
@@ -765,6 +786,23 @@ class Gemini(Provider):
 
 #: How many list elements a partialArgs path may skip (elements that come out of order).
 MAX_INDEX_SKIP = 64
+
+
+def _member_name(quoted: str) -> str | None:
+    """The member name inside ``['…']`` or ``["…"]`` of a path, its escapes read as in JSON
+    (plus ``\\'``, which a single-quoted name needs), or ``None`` when an escape is not one."""
+
+    def literal(match: re.Match[str]) -> str:
+        escaped = match.group(1)
+        if escaped is None:
+            return '\\"'  # a bare double quote, in a single-quoted name
+        return "'" if escaped == "'" else match.group()
+
+    try:
+        name = json.loads('"' + _NAME_ESCAPE.sub(literal, quoted) + '"')
+    except ValueError:
+        return None
+    return name if name.__class__ is str else None
 
 
 def _get(root: Any, path: list[str | int]) -> Any:
