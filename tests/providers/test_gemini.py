@@ -974,6 +974,22 @@ def test_partial_args_path_it_cannot_read_is_a_protocol_error(
         list(sf.events(reads, provider=provider))
 
 
+@pytest.mark.parametrize("second", ["$.a[0]", "$[0]"])
+def test_partial_args_index_into_an_object_is_a_protocol_error(second: str) -> None:
+    """``$.a.b`` made ``a`` an object; ``$.a[0]`` then indexed it. The object took ``0`` as an
+    integer key and the call closed whole with ``{"a": {"b": 1, "0": 2}}``, arguments the
+    model never sent. Now the chunk is a ProtocolError."""
+    stream = gsse(
+        chunk({"functionCall": {"name": "f", "willContinue": True}}),
+        args({"jsonPath": "$.a.b", "numberValue": 1}, {"jsonPath": second, "numberValue": 2}),
+        closed(),
+        chunk({"text": ""}, finish="STOP"),
+    )
+    with pytest.raises(sf.ProtocolError, match=r"index \[0\] into a JSON object") as info:
+        sf.fold([stream], provider="gemini")
+    assert (info.value.provider, info.value.position) == ("gemini", 1)
+
+
 def test_partial_args_quoted_names_read_their_escapes() -> None:
     """Quoted member names are read as JSONPath writes them: JSON escapes, and in a
     single-quoted name ``\\'`` and a bare ``"``."""

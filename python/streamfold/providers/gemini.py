@@ -871,13 +871,23 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
     node[last] = value
 
 
-def _fill_to(node: list[Any], index: int) -> None:
+def _json_type(value: Any) -> str:
+    return {dict: "object", str: "string", bool: "boolean"}.get(
+        value.__class__, "null" if value is None else "number"
+    )
+
+
+def _fill_to(node: Any, index: int) -> None:
     """Make ``index`` a place in the list ``node``, holding ``None`` until its value comes.
 
     Elements may come out of order (``[1]`` before ``[0]``), so an index past the end leaves
     places for those skipped; at most ``MAX_INDEX_SKIP`` of them, so that the memory a chunk
     costs stays in proportion to its size (a 100-byte chunk naming ``$.a[1000000000]`` made
-    a list of a billion nulls)."""
+    a list of a billion nulls). A ``node`` that is not a list (an earlier path made an object
+    there) is refused: an object took the index as an integer key, and the arguments' JSON
+    text then had ``"0"`` where the calls said ``[0]``."""
+    if node.__class__ is not list:
+        raise TypeError(f"partialArgs index [{index}] into a JSON {_json_type(node)}, not a list")
     missing = index + 1 - len(node)
     if missing > MAX_INDEX_SKIP + 1:
         raise TypeError(
