@@ -522,8 +522,12 @@ def test_lone_surrogate_characters_are_invalid(fragments: list[str], offset: int
             acc.push(fragment)
     assert info.value.offset == offset
     assert "surrogate" in str(info.value)
+    # The text keeps the fragment that broke it, whole (it kept only what came before the
+    # surrogate, and dropped a pair's waiting first half).
+    assert acc.text == "".join(fragments)
     with pytest.raises(sf.InvalidJsonError):
         acc.push("]")
+    assert acc.text == "".join(fragments)
 
 
 def test_push_takes_str_only() -> None:

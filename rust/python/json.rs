@@ -766,6 +766,10 @@ struct Inner {
     /// A high surrogate that ended the last fragment (a UTF-16 pair split between two
     /// fragments); it joins the text with its partner.
     high: Option<u16>,
+    /// What a push refused for a lone surrogate left out of `acc` (whose text is UTF-8): the
+    /// fragment from that surrogate on. `text` ends with it, so the text still ends with
+    /// the fragment that broke it, as for any other invalid character.
+    tail: Option<Py<PyString>>,
     view: PartialView,
 }
 
@@ -850,13 +854,23 @@ impl JsonAccumulator {
     }
 }
 
-/// Split a `str` holding surrogate code points into UTF-8 text, a trailing high surrogate
-/// (half of a pair whose other half is in the next fragment), and the first lone surrogate.
+/// A fragment split by `decode_surrogates`.
+struct Decoded {
+    /// The UTF-8 text up to the first lone surrogate (all of it when there is none).
+    text: String,
+    /// A high surrogate ending the fragment (half of a pair whose other half is in the next
+    /// fragment), when there is no lone surrogate before it.
+    trailing: Option<u16>,
+    /// The first lone surrogate.
+    lone: Option<u16>,
+    /// The UTF-16 units from the first lone surrogate on (or the trailing high surrogate).
+    rest: Vec<u16>,
+}
+
+/// Split a `str` holding surrogate code points (after `high`, the waiting half of a pair)
+/// into UTF-8 text, a trailing high surrogate and the first lone surrogate.
 #[cold]
-fn decode_surrogates(
-    fragment: &Bound<'_, PyString>,
-    high: Option<u16>,
-) -> PyResult<(String, Option<u16>, Option<u16>)> {
+fn decode_surrogates(fragment: &Bound<'_, PyString>, high: Option<u16>) -> PyResult<Decoded> {
     let encoded = fragment.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
     let bytes = encoded.cast::<PyBytes>()?.as_bytes();
     let mut units: Vec<u16> = high.into_iter().collect();
@@ -866,17 +880,39 @@ fn decode_surrogates(
             .map(|p| u16::from_le_bytes([p[0], p[1]])),
     );
     let trailing = units.last().copied().filter(|&u| is_high_surrogate(u));
-    if trailing.is_some() {
-        units.pop();
-    }
-    let mut text = String::with_capacity(units.len());
-    for c in char::decode_utf16(units) {
+    let end = units.len() - usize::from(trailing.is_some());
+    let mut text = String::with_capacity(end);
+    let mut at = 0;
+    for c in char::decode_utf16(units[..end].iter().copied()) {
         match c {
-            Ok(c) => text.push(c),
-            Err(e) => return Ok((text, None, Some(e.unpaired_surrogate()))),
+            Ok(c) => {
+                text.push(c);
+                at += c.len_utf16();
+            }
+            Err(e) => {
+                return Ok(Decoded {
+                    text,
+                    trailing: None,
+                    lone: Some(e.unpaired_surrogate()),
+                    rest: units[at..].to_vec(),
+                })
+            }
         }
     }
-    Ok((text, trailing, None))
+    Ok(Decoded {
+        text,
+        trailing,
+        lone: None,
+        rest: units[end..].to_vec(),
+    })
+}
+
+/// UTF-16 units (lone surrogates kept) as a Python `str`.
+fn units_to_str<'py>(py: Python<'py>, units: &[u16]) -> PyResult<Bound<'py, PyString>> {
+    let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+    Ok(PyBytes::new(py, &bytes)
+        .call_method1("decode", ("utf-16-le", "surrogatepass"))?
+        .cast_into::<PyString>()?)
 }
 
 #[pymethods]
@@ -887,6 +923,7 @@ impl JsonAccumulator {
             inner: Mutex::new(Inner {
                 acc: Accumulator::new(),
                 high: None,
+                tail: None,
                 view: PartialView::default(),
             }),
         }
@@ -904,8 +941,18 @@ impl JsonAccumulator {
         if let Some(e) = inner.acc.error() {
             return Err(json_error(py, e));
         }
-        let (text, high, lone) = decode_surrogates(fragment, inner.high.take())?;
-        inner.acc.push(&text).map_err(|e| json_error(py, &e))?;
+        let Decoded {
+            text,
+            trailing: high,
+            lone,
+            rest,
+        } = decode_surrogates(fragment, inner.high.take())?;
+        if let Err(e) = inner.acc.push(&text) {
+            if !rest.is_empty() {
+                inner.tail = Some(units_to_str(py, &rest)?.unbind());
+            }
+            return Err(json_error(py, &e));
+        }
         let error = match (lone, high) {
             (Some(unit), _) => JsonError {
                 kind: ErrorKind::LoneSurrogate { unit },
@@ -925,13 +972,19 @@ impl JsonAccumulator {
             (None, None) => return Ok(()),
         };
         inner.acc.poison(error.clone());
+        inner.tail = Some(units_to_str(py, &rest)?.unbind());
         Err(json_error(py, &error))
     }
 
     /// Everything pushed so far (a surrogate pair's first half waits for its second).
     #[getter]
     fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
-        Ok(PyString::new(py, self.lock(py)?.acc.text()))
+        let inner = self.lock(py)?;
+        let text = PyString::new(py, inner.acc.text());
+        match &inner.tail {
+            None => Ok(text),
+            Some(tail) => Ok(text.add(tail.bind(py))?.cast_into::<PyString>()?),
+        }
     }
 
     /// Whether the text is one complete JSON value (trailing whitespace allowed). A bare

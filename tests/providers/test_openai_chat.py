@@ -537,6 +537,40 @@ def test_a_new_id_on_a_reused_index_is_a_new_call() -> None:
     assert [(b.id, b.text) for b in blocks] == [("call_1", '{"a": 1}'), ("call_2", '{"b": 2}')]
 
 
+@pytest.mark.parametrize(
+    "fragments",
+    [
+        ['{"q": "xy\ud800"}'],  # a lone surrogate inside one fragment
+        ['{"q": "x\ud800', 'y"}'],  # half of a pair that the next fragment does not complete
+        ['{"q": "x', '\ud800y"}'],
+    ],
+    ids=["inside", "unpaired-half", "at-start"],
+)
+@pytest.mark.parametrize("how", ["fold", "events"])
+def test_arguments_with_a_lone_surrogate_keep_their_text(fragments: list[str], how: str) -> None:
+    """Argument fragments that hold a lone surrogate (escaped on the wire, so the chunk is
+    valid JSON) can never make valid arguments. The call's ``arguments_json`` showed the text
+    garbled: the part before the surrogate twice (``{"q": "xy{"q": "xy\ud800"}``), or the
+    unpaired half dropped (``{"q": "xy"}``). Now it is the fragments joined, with the error."""
+    stream = sse(
+        json.dumps(chunk(choice(tool_calls=[call(0, "", "call_1", "f")]))),
+        *(json.dumps(chunk(choice(tool_calls=[call(0, f)]))) for f in fragments),
+        chunk(choice(finish="tool_calls")),
+        "[DONE]",
+    )
+    if how == "fold":
+        message = sf.fold([stream], provider="openai")
+    else:
+        folder = sf.Folder("openai")
+        for event in sf.events([stream], provider="openai"):
+            folder.add(event)
+        message = folder.result()
+    (tool_call,) = message.tool_calls
+    assert tool_call.arguments_json == "".join(fragments)
+    assert tool_call.arguments is None
+    assert tool_call.error is not None and "lone surrogate U+D800" in tool_call.error
+
+
 def qwen_call(index: int, arguments: str, id: str = "", name: str = "") -> dict[str, Any]:
     """A tool-call entry as Alibaba Qwen/DashScope streams it: every fragment after the first
     carries ``"id": ""`` and ``"name": ""``."""
