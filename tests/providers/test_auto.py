@@ -488,3 +488,19 @@ def test_a_handed_over_parse_serves_only_its_own_frame() -> None:
     assert provider.frame_json(frames[0]) == {"marker": 1}
     assert frames[0].parses == 0
     assert provider.frame_json(frames[0]) == {"choices": []}  # used once
+
+
+@pytest.mark.parametrize("event", [[1], {"a": 1}])
+@pytest.mark.parametrize("provider", ["auto", "clouisle", "openai"])
+def test_an_envelope_event_that_is_a_list_or_object_is_not_a_type_error(
+    event: Any, provider: str
+) -> None:
+    """A frame whose ``event`` field is a list or object (a workflow envelope's place for its
+    event's name) raised ``TypeError: unhashable type`` from the detection: under ``auto``,
+    and under a named provider too, whose failed stream is read by ``auto`` for a hint. Now
+    the stream is read like any other frame no provider owns: a StreamfoldError."""
+    body = sse(("node_start", {"event": event, "data": {}, "node_id": "n", "sequence": 1}))
+    with pytest.raises(sf.StreamfoldError) as info:
+        sf.fold([body], provider=provider)
+    assert info.value.partial is not None
+    assert detect(sf.SSEDecoder().feed(body)[0]) == "clouisle"  # by the event: line

@@ -212,8 +212,10 @@ def _workflow_envelope(payload: dict[str, Any]) -> bool:
     """A Clouisle workflow stream event: ``{"event", "data", "node_id", "timestamp",
     "sequence"}`` with a workflow event's name in ``event`` and its fields in ``data``, whether
     an ``event:`` line names it or not (the name may be one any stream uses: ``token``)."""
+    event = payload.get("event")
     return (
-        payload.get("event") in WORKFLOW_EVENTS
+        event.__class__ is str  # a list or object is unhashable: no set lookup for it
+        and event in WORKFLOW_EVENTS
         and isinstance(payload.get("data"), dict)
         and isinstance(payload.get("sequence"), int)
     )
