@@ -1349,3 +1349,27 @@ def test_retrieval_reported_again_after_a_resume_is_kept_once() -> None:
     more = [{"citation_id": "s2"}]
     other = [*frames[:9], scoped("rag_context", 10, None, None, contexts=more), *frames[10:]]
     assert sf.fold([sse(*other)], P).sources == [*contexts, *more]
+
+
+@pytest.mark.parametrize("kind", [["content_delta"], {"a": 1}])
+@pytest.mark.parametrize("provider", ["clouisle", "auto"])
+def test_an_unnamed_frame_whose_type_is_a_list_or_object_is_unknown(
+    kind: Any, provider: str
+) -> None:
+    """A frame without an ``event:`` line names its event in ``type``; a list or an object
+    there raised ``TypeError: unhashable type`` out of ``fold`` (also under
+    ``provider="anthropic"``, whose failed stream ``auto`` reads for a hint). Now it is an
+    ``Unknown`` event, as in the other providers, and the stream folds on."""
+    body = sse(
+        ("message_start", {"message_id": "m"}),
+        (None, {"type": kind, "delta": "x"}),
+        ("content_delta", {"delta": "Hi"}),
+        ("message_end", {"status": "completed"}),
+    )
+    message = sf.fold([body], provider=provider)
+    assert (message.text, message.complete) == ("Hi", True)
+    unknown = [e for e in sf.events([body], provider=provider) if isinstance(e, Unknown)]
+    assert [e.event_type for e in unknown] == ["message"]
+    with pytest.raises(sf.StreamfoldError) as info:
+        sf.fold([body], provider="anthropic")
+    assert info.value.partial is not None
