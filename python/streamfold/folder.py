@@ -511,6 +511,10 @@ def _copy_step(step: Step) -> Step:
 
 _JOINED_KINDS = frozenset({"text", "reasoning", "tool_plan", "refusal"})
 
+#: How many levels of nested steps a message keeps (``Step.depth`` below it): a step opened
+#: deeper is kept beside its parent at the last level, with a warning.
+MAX_STEP_DEPTH = 64
+
 
 class Folder:
     """Fold events into messages: ``add(event)`` each event, then ``result()``.
@@ -1169,13 +1173,28 @@ class Folder:
 
     def _on_step_start(self, ev: StepStart) -> None:
         stack = self._step_stack
-        parent = stack[-1] if stack else None
+        depth = len(stack)
+        if depth >= MAX_STEP_DEPTH:
+            # Deeper steps are kept, as children of the deepest kept level: the tree has at
+            # most MAX_STEP_DEPTH levels (3,000 nested steps made a RecursionError of the
+            # fold, and of any repr, comparison or pickle of its message).
+            if depth == MAX_STEP_DEPTH:
+                self._violation(
+                    f"step {ev.name or ev.id!r} opened {depth + 1} levels deep: kept at level "
+                    f"{MAX_STEP_DEPTH}, beside its parent (steps nest at most "
+                    f"{MAX_STEP_DEPTH} levels)",
+                    ev,
+                )
+            depth = MAX_STEP_DEPTH - 1
+            parent: Step | None = stack[depth - 1]
+        else:
+            parent = stack[-1] if stack else None
         step = Step(
             name=ev.name,
             order=self._step_count,
             id=ev.id,
             parent=None if parent is None else parent.order,
-            depth=len(stack),
+            depth=depth,
             raw=ev.raw,
         )
         self._step_count += 1

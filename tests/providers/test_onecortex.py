@@ -453,3 +453,51 @@ def test_done_folds_the_same_however_the_stream_is_cut(name: str, data: st.DataO
     stream = STREAMS[name]
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=30))
     assert sf.fold(split(stream, cuts), P) == sf.fold([stream], P)
+
+
+def nested_steps(depth: int) -> bytes:
+    return named(
+        *(e("step_start", name=f"s{i}") for i in range(depth)),
+        e("text_delta", delta="hi"),
+        *(e("step_end", name=f"s{i}") for i in reversed(range(depth))),
+        e("done", result="hi"),
+    )
+
+
+def test_steps_nested_thousands_deep_fold_without_recursion_error() -> None:
+    """3,000 nested ``step_start``s (200 KB) made ``fold`` raise RecursionError while copying
+    the step tree into the message. Steps now nest at most ``MAX_STEP_DEPTH`` levels: deeper
+    ones are kept beside their parent at the last level, with one warning; the message can be
+    compared, printed and pickled."""
+    import pickle
+
+    from streamfold.folder import MAX_STEP_DEPTH
+
+    message = sf.fold([nested_steps(3000)], provider=P)
+    assert (message.text, message.complete) == ("hi", True)
+    level = message.steps
+    for depth in range(MAX_STEP_DEPTH - 1):
+        (step,) = level
+        assert (step.name, step.depth, step.complete) == (f"s{depth}", depth, True)
+        level = step.children
+    # The last level: its own step and every deeper one, in order, beside one another.
+    kept = level
+    assert [s.name for s in kept] == [f"s{i}" for i in range(MAX_STEP_DEPTH - 1, 3000)]
+    assert all(s.depth == MAX_STEP_DEPTH - 1 and not s.children for s in kept)
+    (warning,) = message.warnings
+    assert f"steps nest at most {MAX_STEP_DEPTH} levels" in warning
+    assert pickle.loads(pickle.dumps(message)) == message and repr(message)
+    with pytest.raises(sf.ProtocolError, match="levels deep") as info:
+        sf.fold([nested_steps(3000)], provider=P, strict=True)
+    assert len(info.value.partial.steps) == 1
+
+
+def test_steps_nested_to_the_limit_keep_their_tree() -> None:
+    from streamfold.folder import MAX_STEP_DEPTH
+
+    message = sf.fold([nested_steps(MAX_STEP_DEPTH)], provider=P, strict=True)
+    step, depth = message.steps[0], 0
+    while step.children:
+        (step,) = step.children
+        depth += 1
+    assert (depth, step.name, message.warnings) == (MAX_STEP_DEPTH - 1, f"s{depth}", [])
