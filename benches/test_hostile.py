@@ -6,6 +6,8 @@ check what these inputs fold to; how their cost grows is measured here, never in
   added to all the blanks so far and the whole re-scanned.
 * A Gemini string argument streamed in many ``partialArgs`` pieces: each piece was added to
   the whole string so far.
+* Onecortex steps nested many deep: each ``step_end`` searched (and copied) the open steps
+  from the outermost.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ TAIL = (
 )
 
 PIECES = (250, 1_000) if QUICK else (1_000, 4_000, 16_000)
+
+STEPS = (500, 2_000) if QUICK else (2_000, 8_000, 32_000)
 PIECE_CHARS = 1_000
 
 
@@ -97,5 +101,48 @@ def test_gemini_argument_in_pieces(benchmark: Any, pieces: int) -> None:
         primary=pieces == PIECES[0],
         n=pieces,
         units=pieces,
+        bytes=sum(map(len, chunks)),
+    )
+
+
+def onecortex_nested_steps(steps: int) -> list[bytes]:
+    """One Onecortex run whose ``steps`` steps nest, each inside the one before."""
+
+    def event(event_type: str, **fields: Any) -> bytes:
+        payload = json.dumps({"v": 1, "type": event_type, **fields})
+        return f"event: {event_type}\ndata: {payload}\n\n".encode()
+
+    return [
+        *(event("step_start", name=f"s{i}") for i in range(steps)),
+        event("text_delta", delta="hi"),
+        *(event("step_end", name=f"s{i}") for i in reversed(range(steps))),
+        event("done", result="hi"),
+    ]
+
+
+@pytest.mark.parametrize("steps", STEPS, ids=[f"{n}-steps" for n in STEPS])
+def test_onecortex_nested_steps(benchmark: Any, steps: int) -> None:
+    sf = peers.sf
+    chunks = onecortex_nested_steps(steps)
+
+    def onecortex(chunks: list[bytes]) -> Any:
+        return sf.fold(chunks, provider="onecortex")
+
+    def check(message: Any) -> None:
+        assert message.complete and message.text == "hi" and message.steps[0].complete
+
+    measure(
+        benchmark,
+        peers.Impl(
+            f"streamfold fold(), onecortex: {steps:,} nested steps",
+            onecortex,
+            peers.sf_missing("fold"),
+        ),
+        (chunks,),
+        group="hostile | onecortex: steps nested one inside the other",
+        check=check,
+        primary=steps == STEPS[0],
+        n=steps,
+        units=steps,
         bytes=sum(map(len, chunks)),
     )

@@ -501,3 +501,27 @@ def test_steps_nested_to_the_limit_keep_their_tree() -> None:
         (step,) = step.children
         depth += 1
     assert (depth, step.name, message.warnings) == (MAX_STEP_DEPTH - 1, f"s{depth}", [])
+
+
+def test_step_end_closes_the_innermost_open_step_of_its_name() -> None:
+    """``step_end`` closes the innermost open step of its name (found from the innermost:
+    how the cost of nested steps grows is measured in ``benches/test_hostile.py``), and one
+    without a name the innermost step."""
+    events = [
+        e("step_start", name="a"),
+        e("step_start", name="b"),
+        e("step_start", name="a"),
+        e("step_end", name="a"),
+        e("step_start", name="c"),
+        e("step_end"),
+        e("step_end", name="b"),
+        e("step_end", name="a"),
+    ]
+    message = sf.fold([named(*events, e("done", result=""))], provider=P, strict=True)
+    assert message.warnings == []
+    (outer,) = message.steps
+    assert [s.name for s in outer.children] == ["b"]
+    assert [s.name for s in outer.children[0].children] == ["a", "c"]
+    again = named(*events, e("step_end", name="b"), e("done", result=""))
+    with pytest.raises(sf.ProtocolError, match="step_end for step 'b' that is not open"):
+        sf.fold([again], provider=P, strict=True)

@@ -233,13 +233,21 @@ class Onecortex(Provider):
     def _step_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         name = p.get("name")
         steps = self._steps
-        if name in steps:
-            # The innermost open step of that name.
-            del steps[len(steps) - 1 - steps[::-1].index(name)]
-        elif name is None and steps:
-            steps.pop()
+        # The innermost open step of that name, looked for from the innermost: steps close in
+        # the reverse of their order, so that is the last one at once. (A search from the
+        # outermost, and a reversed copy of the list, cost every end the whole depth: a
+        # stream of nested steps took time quadratic in their number.)
+        for pos in range(len(steps) - 1, -1, -1):
+            if steps[pos] == name:
+                del steps[pos]
+                break
         else:
-            self.violation(f"step_end for step {name!r} that is not open", out, event="step_end")
+            if name is None and steps:
+                steps.pop()
+            else:
+                self.violation(
+                    f"step_end for step {name!r} that is not open", out, event="step_end"
+                )
         out.append(StepEnd(name=name, id=p.get("id"), raw=frame))
 
     def _done(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
