@@ -1373,3 +1373,26 @@ def test_an_unnamed_frame_whose_type_is_a_list_or_object_is_unknown(
     with pytest.raises(sf.StreamfoldError) as info:
         sf.fold([body], provider="anthropic")
     assert info.value.partial is not None
+
+
+def test_a_run_message_end_in_a_resumed_workflow_stream_is_not_its_end() -> None:
+    """A workflow stream read from past its start (``workflow_start`` announces the run) and
+    an agent ``message_end`` of the run (``run_id`` set): the provider rightly did not take it
+    for the stream's end, so ``events`` raised IncompleteStreamError where the stream stops,
+    but ``fold`` returned the message complete, since no RunStatus told it of a run. Now
+    both report the cut; the workflow's own end still completes the message."""
+    head = [
+        wf("node_start", 5, "answer", node_type="answer", node_label="Answer"),
+        wf("token", 6, "answer", token="Order A-1 "),
+        run_event("message_end", 7, message_id="m", usage={"prompt_tokens": 3}),
+    ]
+    cut = sse(*head)
+    with pytest.raises(sf.IncompleteStreamError) as info:
+        sf.fold([cut], provider=P)
+    assert info.value.partial.text == "Order A-1 "
+    with pytest.raises(sf.IncompleteStreamError):
+        list(sf.events([cut], provider=P))
+    whole = sse(*head, wf("workflow_complete", 8, outputs={"answer": "Order A-1"}))
+    message = sf.fold([whole], provider=P)
+    assert (message.text, message.complete, message.status) == ("Order A-1 ", True, "completed")
+    assert [type(e).__name__ for e in sf.events([whole], provider=P)][-1] == "RunStatus"

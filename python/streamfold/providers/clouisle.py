@@ -267,6 +267,8 @@ class Clouisle(Provider):
         self._sources: list[list[Any]] = []
         #: A workflow stream (its events came in ``data``).
         self._workflow = False
+        #: A ``RunStatus`` was sent: the fold knows the stream is a run's.
+        self._announced = False
         #: The workflow node whose tokens the open text block holds.
         self._text_node: Any = None
 
@@ -623,6 +625,12 @@ class Clouisle(Provider):
         self._start(p, frame, out)
         if not self._in_run:
             self.terminal_seen = True
+        elif not self._announced:
+            # In a run (its frames carry run_id) that no RunStatus announced (a workflow
+            # stream's, resumed past its start): the message_end is a round's, not the
+            # stream's end. The fold hears of the run first, or it would read the message
+            # complete where ``events`` reports the stream cut short.
+            out.append(self._status(p, frame, "running", terminal=False))
         if self._text is not None:
             out.append(BlockEnd(index=self._text, kind="text", raw=frame))
             self._text = None
@@ -810,8 +818,8 @@ class Clouisle(Provider):
         if self._started and not self._message_ended:
             self._end_message(status, {"status": status}, frame, out)
 
-    @staticmethod
-    def _status(p: dict[str, Any], frame: Any, status: str, *, terminal: bool) -> RunStatus:
+    def _status(self, p: dict[str, Any], frame: Any, status: str, *, terminal: bool) -> RunStatus:
+        self._announced = True
         sequence = p.get("sequence")
         return RunStatus(
             status=status,
