@@ -1396,3 +1396,20 @@ def test_a_run_message_end_in_a_resumed_workflow_stream_is_not_its_end() -> None
     message = sf.fold([whole], provider=P)
     assert (message.text, message.complete, message.status) == ("Order A-1 ", True, "completed")
     assert [type(e).__name__ for e in sf.events([whole], provider=P)][-1] == "RunStatus"
+
+
+def test_a_run_status_after_workflow_complete_does_not_undecide_the_stream() -> None:
+    """``workflow_complete`` ends the workflow run (a terminal RunStatus, which the fold keeps).
+    A ``run_status`` after it made the provider take the stream for undecided again, so
+    ``events`` raised IncompleteStreamError at the end while ``fold`` returned the message
+    complete. Now the end stands for both, and what came after is recorded."""
+    body = sse(
+        wf("workflow_start", 1, workflow_id="wf-1"),
+        wf("token", 2, "answer", token="Done."),
+        wf("workflow_complete", 3, outputs={"answer": "Done."}),
+        run_event("run_status", 4, status="waiting"),
+    )
+    message = sf.fold([body], provider=P)
+    assert (message.text, message.complete) == ("Done.", True)
+    events = list(sf.events([body], provider=P))
+    assert [e.terminal for e in events if isinstance(e, RunStatus)] == [False, True, False]

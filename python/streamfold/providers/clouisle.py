@@ -269,6 +269,9 @@ class Clouisle(Provider):
         self._workflow = False
         #: A ``RunStatus`` was sent: the fold knows the stream is a run's.
         self._announced = False
+        #: A terminal ``RunStatus`` was sent (run_end, workflow_complete): the fold's run has
+        #: ended for good, so no later status undecides the stream's outcome here either.
+        self._ended = False
         #: The workflow node whose tokens the open text block holds.
         self._text_node: Any = None
 
@@ -803,7 +806,7 @@ class Clouisle(Provider):
         self, p: dict[str, Any], frame: Any, out: list[Event], default: str = "unknown"
     ) -> None:
         self._in_run = True
-        if not self._run_ended:
+        if not self._ended:
             self.terminal_seen = False
         out.append(self._status(p, frame, str(p.get("status") or default), terminal=False))
 
@@ -820,6 +823,8 @@ class Clouisle(Provider):
 
     def _status(self, p: dict[str, Any], frame: Any, status: str, *, terminal: bool) -> RunStatus:
         self._announced = True
+        if terminal:
+            self._ended = True
         sequence = p.get("sequence")
         return RunStatus(
             status=status,
