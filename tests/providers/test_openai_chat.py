@@ -550,7 +550,7 @@ def test_a_new_id_on_a_reused_index_is_a_new_call() -> None:
 def test_arguments_with_a_lone_surrogate_keep_their_text(fragments: list[str], how: str) -> None:
     """Argument fragments that hold a lone surrogate (escaped on the wire, so the chunk is
     valid JSON) can never make valid arguments. The call's ``arguments_json`` showed the text
-    garbled: the part before the surrogate twice (``{"q": "xy{"q": "xy\ud800"}``), or the
+    garbled: the part before the surrogate twice (``{"q": "xy{"q": "xy\\ud800"}``), or the
     unpaired half dropped (``{"q": "xy"}``). Now it is the fragments joined, with the error."""
     stream = sse(
         json.dumps(chunk(choice(tool_calls=[call(0, "", "call_1", "f")]))),
