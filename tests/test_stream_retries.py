@@ -111,7 +111,7 @@ async def test_always_refused_raises_the_last_attempts_error_counting_the_others
     # The third answer's error body is cut: the error raised is that one, not the first.
     url = stream_server.url("/stream/onecortex", rid=rid, status=503, on="all", cut=20, cut_on=2)
     with pytest.raises(sf.StreamError) as info:
-        await _fold(kind, "POST", url, "onecortex", **FAST)
+        await _fold(kind, "POST", url, "openai", **FAST)
     exc = info.value
     assert exc.status == 503
     assert "connection failed after 20 bytes" in str(exc)  # the third answer's
@@ -213,8 +213,9 @@ def test_500_is_retried_only_where_sending_again_cannot_act_twice(
         (408, None, 3),
         (409, None, 3),
         (429, None, 3),
-        (529, None, 3),  # Anthropic's overloaded
-        (503, "false", 1),  # x-should-retry, the SDKs' header, wins
+        (503, None, 1),  # a 5xx: the agent run may have started behind a gateway's 503
+        (529, None, 1),
+        (503, "true", 3),  # x-should-retry, the SDKs' header, wins
         (400, "true", 3),
     ],
 )
@@ -225,12 +226,39 @@ def test_which_statuses_are_retried(
     should_retry: str | None,
     sent: int,
 ) -> None:
+    """For a POST to an agent platform: the statuses that say the request was not acted on."""
     rid = f"status-{status}-{should_retry}"
     query: dict[str, Any] = {"rid": rid, "status": status, "on": "all"}
     if should_retry is not None:
         query["should_retry"] = should_retry
     url = stream_server.url("/stream/onecortex", **query)
     with pytest.raises(sf.StreamError) as info, sf.stream("POST", url, provider="onecortex"):
+        pytest.fail("never opened")
+    assert info.value.status == status
+    assert len(stream_server.seen(rid)) == sent
+
+
+@pytest.mark.parametrize(
+    ("status", "should_retry", "sent"),
+    [
+        (503, None, 3),
+        (529, None, 3),  # Anthropic's overloaded
+        (503, "false", 1),  # x-should-retry, the SDKs' header, wins
+    ],
+)
+def test_a_model_apis_post_is_retried_when_unavailable_or_overloaded(
+    stream_server: StreamServer,
+    waits: list[float],
+    status: int,
+    should_retry: str | None,
+    sent: int,
+) -> None:
+    rid = f"model-status-{status}-{should_retry}"
+    query: dict[str, Any] = {"rid": rid, "status": status, "on": "all"}
+    if should_retry is not None:
+        query["should_retry"] = should_retry
+    url = stream_server.url("/stream/onecortex", **query)
+    with pytest.raises(sf.StreamError) as info, sf.stream("POST", url, provider="anthropic"):
         pytest.fail("never opened")
     assert info.value.status == status
     assert len(stream_server.seen(rid)) == sent

@@ -98,9 +98,12 @@ _JSON_LINES_TYPES = frozenset(
 _DEFAULT_TIMEOUT = (600.0, 5.0)
 
 #: Statuses that say the server did not act on the request (timed out waiting for it, a
-#: conflict, too early, rate limited, unavailable, Anthropic's overloaded): sent again whatever
-#: the method, as the OpenAI and Anthropic SDKs do.
-_REFUSED_STATUSES = frozenset({408, 409, 425, 429, 503, 529})
+#: conflict, too early, rate limited): sent again whatever the method, as the OpenAI and
+#: Anthropic SDKs do.
+#: Not 503 nor Anthropic's 529: a gateway also answers 503 when the application it forwarded
+#: the request to failed (Envoy's "upstream reset before headers"), after an agent run may
+#: have started; they are sent again as any 5xx, where that cannot act twice.
+_REFUSED_STATUSES = frozenset({408, 409, 425, 429})
 #: RFC 9110 section 9.2.2.
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 #: Providers whose POST starts an agent run (tools that act, resources created): a 5xx or a
@@ -1486,12 +1489,13 @@ def stream(
     caused by httpx's ``ReadTimeout``).
 
     ``max_retries`` (2, as the OpenAI and Anthropic SDKs): a first request refused before any
-    byte of its stream (408, 409, 425, 429, 503, 529, or a connection that could not be made)
-    is sent again up to that many times, after ``retry-after-ms`` / ``Retry-After`` (capped
-    by ``max_delay``), else ``initial_delay`` doubled each time with jitter. A 5xx (or a
-    connection lost before the response) is sent again only when doing so cannot act twice:
-    an idempotent method, an ``Idempotency-Key`` header, or a model API; not a POST to an
-    agent platform (``clouisle``, ``onecortex``, ``auto``). A server's ``x-should-retry``
+    byte of its stream (408, 409, 425, 429, or a connection that could not be made) is sent
+    again up to that many times, after ``retry-after-ms`` / ``Retry-After`` (capped by
+    ``max_delay``), else ``initial_delay`` doubled each time with jitter. A 5xx (503 and 529
+    included, or a connection lost before the response) is sent again only when doing so
+    cannot act twice: an idempotent method, an ``Idempotency-Key`` header, or a model API;
+    not a POST to an agent platform (``clouisle``, ``onecortex``, ``auto``). A server's
+    ``x-should-retry``
     decides. Timeouts are not retried. The error finally raised is the last attempt's, its
     ``attempts`` the number of requests made. Once the stream answered, nothing is sent again
     except by ``resume=True``.
