@@ -138,3 +138,51 @@ def test_an_httpx2_read_timeout_set_by_idle_timeout_is_that_silence() -> None:
     assert _is_read_timeout(httpx2.ReadTimeout("silent", request=request), 0.5)
     assert not _is_read_timeout(httpx2.ReadTimeout("the caller's own", request=request), 9.0)
     assert not _is_read_timeout(httpx2.ConnectTimeout("no connection", request=request), 0.5)
+
+
+# -- sf.stream / sf.astream with the SDKs' own client (an httpx2 client) --------------------
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.anyio
+async def test_stream_with_an_httpx2_client_bounds_its_reads_by_idle_timeout(
+    stream_server: StreamServer, anyio_backend: str
+) -> None:
+    """``idle_timeout`` makes the request's read timeout: built from httpx's ``Timeout``, an
+    httpx2 client refused it (TypeError: '<' not supported between 'int' and 'Timeout')."""
+    url = stream_server.url("/stream/onecortex")
+    with (
+        httpx2.Client() as client,
+        sf.stream("GET", url, provider="onecortex", client=client, idle_timeout=30) as s,
+    ):
+        message = s.fold()
+    assert message.complete
+    async with (
+        httpx2.AsyncClient() as aclient,
+        sf.astream("GET", url, provider="onecortex", client=aclient, idle_timeout=30) as a,
+    ):
+        assert (await a.fold()) == message
+
+
+def test_stream_with_an_httpx2_client_retries_a_refused_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A connection an httpx2 client could not make is ``httpx2.ConnectError``: sent again as
+    httpx's is (it was raised at the first attempt)."""
+    import socket
+
+    import streamfold.http as sfhttp
+
+    waits: list[float] = []
+    monkeypatch.setattr(sfhttp, "_pause", waits.append)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: a connection to it is refused
+    with (
+        httpx2.Client() as client,
+        pytest.raises(httpx2.ConnectError) as info,
+        sf.stream("POST", f"http://127.0.0.1:{port}/invoke", provider="onecortex", client=client),
+    ):
+        pytest.fail("never opened")
+    assert getattr(info.value, "attempts", None) == 3
+    assert len(waits) == 2

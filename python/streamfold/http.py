@@ -883,7 +883,7 @@ class _StreamBase:
         idle = self._resume_options["idle_timeout"]
         if idle is None:
             return kwargs
-        import httpx
+        httpx = _client_module(client)  # an httpx2 client compares only httpx2's Timeout
 
         try:
             base = httpx.Timeout(kwargs.get("timeout", client.timeout))
@@ -951,8 +951,7 @@ class _StreamBase:
         return float(max(0.0, min(max_delay, delay * (1 + _JITTER * random.random()))))
 
     def _retryable(self, exc: Exception, response: httpx.Response | None) -> bool:
-        import httpx
-
+        httpx = _client_module(self._client)  # an httpx2 client raises httpx2's exceptions
         if isinstance(exc, StreamError) and exc.status is not None:
             # The SDKs' header: the server's own word on whether to retry wins.
             verdict = response.headers.get("x-should-retry", "") if response is not None else ""
@@ -1382,12 +1381,24 @@ class AsyncEventStream(_StreamBase):
             await self._stack.aclose()
 
 
+def _client_module(client: object) -> Any:
+    """The module of ``client``'s classes: httpx2 for an ``httpx2.Client`` or ``AsyncClient``
+    (the OpenAI and Anthropic SDKs' own client), else httpx. Its timeouts and exceptions are
+    that module's."""
+    httpx2 = sys.modules.get("httpx2")
+    if httpx2 is not None and isinstance(client, (httpx2.Client, httpx2.AsyncClient)):
+        return httpx2
+    import httpx
+
+    return httpx
+
+
 def _check_client(client: object, *, asynchronous: bool) -> None:
     """Refuse the other kind of httpx client, saying which function takes it (it failed at
     the request, with a TypeError about context manager protocols)."""
     if client is None:
         return
-    import httpx
+    httpx = _client_module(client)
 
     if asynchronous and isinstance(client, httpx.Client):
         raise TypeError(
