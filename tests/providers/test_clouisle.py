@@ -1413,3 +1413,28 @@ def test_a_run_status_after_workflow_complete_does_not_undecide_the_stream() -> 
     assert (message.text, message.complete) == ("Done.", True)
     events = list(sf.events([body], provider=P))
     assert [e.terminal for e in events if isinstance(e, RunStatus)] == [False, True, False]
+
+
+def test_a_run_status_after_workflow_complete_is_recorded() -> None:
+    """The message stays complete, but the status it reads ("waiting") is one the finished
+    workflow cannot have: a warning said nothing of it (strict: nothing raised)."""
+    body = sse(
+        wf("workflow_start", 1, workflow_id="wf-1"),
+        wf("token", 2, "answer", token="Done."),
+        wf("workflow_complete", 3, outputs={"answer": "Done."}),
+        run_event("run_status", 4, status="waiting"),
+    )
+    message = sf.fold([body], provider=P)
+    assert message.complete
+    assert [w for w in message.warnings if "run_status after workflow_complete" in w] != []
+    with pytest.raises(sf.ProtocolError, match="run_status after workflow_complete") as info:
+        sf.fold([body], provider=P, strict=True)
+    assert info.value.partial is not None and info.value.partial.text == "Done."
+    # A status a finished run has is no news.
+    ended = body.replace(b'"status": "waiting"', b'"status": "completed"')
+    assert ended != body
+    assert sf.fold([ended], provider=P, strict=True).warnings == []
+    # Nor is a status that is no string a crash (unhashable: no lookup among the final ones).
+    odd = body.replace(b'"status": "waiting"', b'"status": ["waiting"]')
+    assert odd != body
+    assert len(sf.fold([odd], provider=P).warnings) == 1

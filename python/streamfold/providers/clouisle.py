@@ -129,6 +129,12 @@ FINISH_REASONS: dict[str, FinishReason] = {
 #: Terminal states of a durable run (``run_end.status``).
 TERMINAL_RUN_STATUSES = frozenset({"completed", "stopped", "failed", "interrupted"})
 
+
+def _terminal(status: Any) -> bool:
+    """A run's final status (a list or an object is none, and unhashable)."""
+    return status.__class__ is str and status in TERMINAL_RUN_STATUSES
+
+
 #: Identifiers of the conversation and run, kept in ``Message.metadata`` (run-scoped events
 #: carry ``run_id`` on every frame; ``message_start`` carries ``conversation_id``).
 ID_FIELDS = ("conversation_id", "run_id")
@@ -808,6 +814,12 @@ class Clouisle(Provider):
         self._in_run = True
         if not self._ended:
             self.terminal_seen = False
+        elif not self._run_ended and not _terminal(p.get("status")):
+            # After workflow_complete (after run_end, "event after run_end" said it already):
+            # the message stays complete, and the status it now reads ("waiting"…) is one a
+            # finished run cannot have.
+            name = "run_start" if default == "running" else "run_status"
+            self.violation(f"{name} after workflow_complete", out, event=name, raw=frame)
         out.append(self._status(p, frame, str(p.get("status") or default), terminal=False))
 
     def _run_end(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
