@@ -186,3 +186,31 @@ def test_stream_with_an_httpx2_client_retries_a_refused_connection(
         pytest.fail("never opened")
     assert getattr(info.value, "attempts", None) == 3
     assert len(waits) == 2
+
+
+def test_stream_with_an_httpx2_client_resumes_after_a_non_ascii_event_id(
+    stream_server: StreamServer,
+) -> None:
+    """The reconnection sends ``Last-Event-ID: évt-…`` in UTF-8. Its headers were httpx's
+    ``Headers``, which an httpx2 client reads as a plain mapping and encodes in ASCII: the
+    stream died reconnecting with UnicodeEncodeError."""
+    rid = "httpx2-resume-unicode-id"
+    params = {"rid": rid, "ids": "unicode", "cut": 400, "replay": 1}
+    url = stream_server.url("/stream/onecortex")
+    with (
+        httpx2.Client() as client,
+        sf.stream(
+            "GET",
+            url,
+            provider="onecortex",
+            client=client,
+            resume=True,
+            initial_delay=0.005,
+            params=params,
+        ) as s,
+    ):
+        message = s.fold()
+    assert message.complete
+    seen = stream_server.seen(rid)
+    assert len(seen) == 2
+    assert seen[1].headers["Last-Event-ID"].startswith("évt-")

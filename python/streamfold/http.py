@@ -739,8 +739,12 @@ def _at_eof(response: Any) -> bool:
 # -- stream(): make the request, get the events ----------------------------------------------
 
 
-def _merge_cursor(url: Any, request_kwargs: dict[str, Any], cursor: Cursor) -> dict[str, Any]:
-    import httpx
+def _merge_cursor(
+    url: Any, request_kwargs: dict[str, Any], cursor: Cursor, client: object = None
+) -> dict[str, Any]:
+    # The client's own module: an httpx2 client reads httpx's Headers as a plain mapping, and
+    # encodes its values in ASCII (a non-ASCII SSE id raised UnicodeEncodeError reconnecting).
+    httpx = _client_module(client)
 
     kwargs = dict(request_kwargs)
     if cursor.params:
@@ -1098,7 +1102,7 @@ class EventStream(_StreamBase):
             self._current = self.response
             return self.response
         self._check_open()
-        kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
+        kwargs = _merge_cursor(self.url, self._request_kwargs, cursor, self._client)
         assert self._client is not None
         return self._tracked(
             self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
@@ -1291,7 +1295,7 @@ class AsyncEventStream(_StreamBase):
             self._current = self.response
             return self.response
         self._check_open()
-        kwargs = _merge_cursor(self.url, self._request_kwargs, cursor)
+        kwargs = _merge_cursor(self.url, self._request_kwargs, cursor, self._client)
         assert self._client is not None
         return self._tracked(
             self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
