@@ -9,6 +9,7 @@ loopback server (``/example/<file>``: its client appends ``/chat/completions`` o
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
@@ -214,3 +215,31 @@ def test_stream_with_an_httpx2_client_resumes_after_a_non_ascii_event_id(
     seen = stream_server.seen(rid)
     assert len(seen) == 2
     assert seen[1].headers["Last-Event-ID"].startswith("évt-")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.anyio
+async def test_stream_with_an_httpx2_client_needs_no_httpx(
+    stream_server: StreamServer, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openai 3.x and anthropic 2.x install httpx2 without httpx: given their client,
+    sf.stream raised ModuleNotFoundError (install httpx), though httpx made no request."""
+    monkeypatch.setitem(sys.modules, "httpx", None)  # ``import httpx`` raises ImportError
+    rid = f"httpx2-alone-{anyio_backend}"
+    url = stream_server.url("/stream/onecortex")
+    params = {"rid": rid, "ids": "unicode", "cut": 400, "replay": 1}
+    options: dict[str, Any] = {"resume": True, "idle_timeout": 30, "initial_delay": 0.005}
+    with (
+        httpx2.Client() as client,
+        sf.stream("GET", url, provider="onecortex", client=client, params=params, **options) as s,
+    ):
+        message = s.fold()
+    assert message.complete
+    assert len(stream_server.seen(rid)) == 2  # resumed once
+    async with (
+        httpx2.AsyncClient() as aclient,
+        sf.astream("GET", url, provider="onecortex", client=aclient, params=params, **options) as a,
+    ):
+        assert (await a.fold()) == message
+    with pytest.raises(ModuleNotFoundError, match="httpx2 client"):
+        sf.stream("GET", url, provider="onecortex")

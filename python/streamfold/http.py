@@ -766,12 +766,10 @@ def _with_stream_headers(request_kwargs: dict[str, Any], provider: str) -> dict[
     text/event-stream``, ``Cache-Control: no-store``), each unless ``headers=`` names it
     already, in any case. ``Accept`` only for the providers that stream SSE: Cohere v1 streams
     JSON lines and ``auto`` may be it, so theirs stays httpx's ``*/*``."""
-    import httpx
-
     given: Any = request_kwargs.get("headers")
     if given is None:
         pairs: list[tuple[Any, Any]] = []
-    elif isinstance(given, httpx.Headers):
+    elif hasattr(given, "multi_items"):  # httpx's or httpx2's Headers: repeated names kept
         pairs = given.multi_items()
     elif hasattr(given, "items"):
         pairs = list(given.items())
@@ -814,12 +812,14 @@ class _StreamBase:
         from .providers import check_provider_name
 
         try:
-            import httpx  # noqa: F401  (each request is made with it)
+            # Each request is made with httpx; with httpx2 for an httpx2 client (the OpenAI and
+            # Anthropic SDKs install httpx2 alone).
+            _client_module(client)
         except ImportError as exc:
             raise ModuleNotFoundError(
                 "sf.stream() and sf.astream() make the request with httpx, which is not "
-                "installed: pip install streamfold[httpx] (or hand sf.events / sf.fold the "
-                "response of your own client)",
+                "installed: pip install streamfold[httpx] (or pass client= an httpx2 client, "
+                "or hand sf.events / sf.fold the response of your own client)",
                 name="httpx",
             ) from exc
         check_provider_name(provider)
@@ -1068,10 +1068,10 @@ class EventStream(_StreamBase):
             raise error from exc
 
     def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
-        import httpx
-
         client = self._client
         if client is None:
+            import httpx
+
             read, connect = _DEFAULT_TIMEOUT
             client = self._client = self._stack.enter_context(
                 httpx.Client(timeout=httpx.Timeout(read, connect=connect), verify=_ssl_context())
@@ -1261,10 +1261,10 @@ class AsyncEventStream(_StreamBase):
             raise error from exc
 
     async def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
-        import httpx
-
         client = self._client
         if client is None:
+            import httpx
+
             read, connect = _DEFAULT_TIMEOUT
             client = self._client = await self._stack.enter_async_context(
                 httpx.AsyncClient(
