@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import httpx2
 import requests
 from typing_extensions import assert_type
 
@@ -252,3 +253,13 @@ async def mistakes_mypy_catches(response: httpx.Response, session: aiohttp.Clien
         sf.fold(aresponse, provider="openai")  # type: ignore[arg-type]
     for _ in sf.events(response.aiter_bytes()):  # type: ignore[arg-type]
         pass
+
+
+async def sdk_clients(
+    url: str, body: dict[str, Any], sdk_client: httpx2.Client, sdk_async: httpx2.AsyncClient
+) -> None:
+    """``sf.stream`` / ``sf.astream`` with the OpenAI and Anthropic SDKs' own httpx2 clients."""
+    with sf.stream("POST", url, provider="openai", json=body, client=sdk_client) as s:
+        assert_type(s.fold(), sf.Message)
+    async with sf.astream("POST", url, provider="openai", json=body, client=sdk_async) as a:
+        assert_type(await a.fold(), sf.Message)

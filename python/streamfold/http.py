@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     import httpx
+    import httpx2
 
     from .events import Event
     from .folder import Folder
@@ -1475,7 +1476,7 @@ def stream(
     url: Any,
     *,
     provider: str,
-    client: httpx.Client | None = None,
+    client: httpx.Client | httpx2.Client | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     resume: bool = False,
@@ -1537,7 +1538,7 @@ def astream(
     url: Any,
     *,
     provider: str,
-    client: httpx.AsyncClient | None = None,
+    client: httpx.AsyncClient | httpx2.AsyncClient | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     resume: bool = False,
