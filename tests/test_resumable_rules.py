@@ -660,3 +660,18 @@ def test_the_python_3_10_timeout_gives_up_in_its_own_task() -> None:
             await waiting
 
     asyncio.run(main())
+
+
+def test_a_thousand_failures_in_a_row_give_up_without_overflow() -> None:
+    """The backoff doubled with every failure: at the 1,025th in a row (``max_reconnects`` set
+    high to keep a run's stream for hours) ``2 ** 1024`` met a float and the fold raised
+    OverflowError instead of reconnecting."""
+    first = onecortex_events(["1", "2", "3", "4", "5"])[0]
+
+    def connect(cursor: sf.Cursor) -> Iterator[bytes]:
+        if cursor.attempt == 0:
+            yield first
+        raise ConnectionResetError("reset")
+
+    with pytest.raises(sf.ConnectionLostError, match="gave up after 1100 reconnections"):
+        sf.fold_resumable(connect, provider="onecortex", max_reconnects=1100, initial_delay=0.0)

@@ -430,3 +430,19 @@ async def test_aclosed_from_another_task_during_the_wait_sends_nothing_more(
         await stream.open()
     assert info.value.attempts == 1
     assert len(stream_server.seen(rid)) == 1
+
+
+def test_a_thousand_retries_do_not_overflow_the_backoff(
+    stream_server: StreamServer, waits: list[float]
+) -> None:
+    """``initial_delay`` doubled for each retry: the 1,026th request's backoff computed
+    ``2 ** 1024`` as a float and raised OverflowError instead of the last StreamError."""
+    rid = "retry-overflow"
+    url = stream_server.url("/stream/onecortex", rid=rid, status=503, on="all")
+    with (
+        pytest.raises(sf.StreamError) as info,
+        sf.stream("GET", url, provider="onecortex", max_retries=1030, initial_delay=0.0),
+    ):
+        pytest.fail("never opened")
+    assert info.value.attempts == 1031
+    assert waits[-1] == 0

@@ -952,7 +952,10 @@ class _StreamBase:
         retry_after = exc.retry_after if isinstance(exc, StreamError) else None
         if retry_after is not None:
             return max(0.0, min(max_delay, float(retry_after)))
-        delay = float(options["initial_delay"]) * 2 ** (len(self._refused) - 1)
+        from .resumable import _MAX_DOUBLINGS
+
+        doublings = min(len(self._refused) - 1, _MAX_DOUBLINGS)  # 2 ** 1024: OverflowError
+        delay = float(options["initial_delay"]) * 2**doublings
         return float(max(0.0, min(max_delay, delay * (1 + _JITTER * random.random()))))
 
     def _retryable(self, exc: Exception, response: httpx.Response | None) -> bool:

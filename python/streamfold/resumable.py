@@ -105,6 +105,9 @@ _SEQUENCE_PARAMS: dict[str, tuple[str, str]] = {
 }
 #: HTTP statuses worth another attempt when reconnecting.
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: The backoff doubles at most this many times (far past any ``max_delay``): 2 ** 1024 is an
+#: int no float holds, and the 1,025th failure in a row raised OverflowError.
+_MAX_DOUBLINGS = 64
 #: SSE ids remembered to recognise replays whose id does not compare with the cursor's.
 _IDS_KEPT = 1024
 #: A run of digits longer than this is a hash, not a counter.
@@ -443,7 +446,7 @@ class _Resumer:
 
     def _delay(self, error: BaseException | None) -> float:
         base = self.retry_ms / 1000 if self.retry_ms is not None else self.initial_delay
-        delay = min(self.max_delay, base * 2 ** (self.failures - 1))
+        delay = min(self.max_delay, base * 2 ** min(self.failures - 1, _MAX_DOUBLINGS))
         delay = min(self.max_delay, delay * (1 + _JITTER * random.random()))
         retry_after = getattr(error, "retry_after", None)
         if isinstance(retry_after, (int, float)):
