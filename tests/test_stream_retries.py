@@ -205,60 +205,40 @@ def test_500_is_retried_only_where_sending_again_cannot_act_twice(
 
 
 @pytest.mark.parametrize(
-    ("status", "should_retry", "sent"),
+    ("provider", "status", "should_retry", "sent"),
     [
-        (400, None, 1),  # the request itself is wrong
-        (401, None, 1),
-        (404, None, 1),
-        (408, None, 3),
-        (409, None, 3),
-        (429, None, 3),
-        (503, None, 1),  # a 5xx: the agent run may have started behind a gateway's 503
-        (529, None, 1),
-        (503, "true", 3),  # x-should-retry, the SDKs' header, wins
-        (400, "true", 3),
+        # A POST to an agent platform: only the statuses that say the request was not acted on.
+        ("onecortex", 400, None, 1),  # the request itself is wrong
+        ("onecortex", 401, None, 1),
+        ("onecortex", 404, None, 1),
+        ("onecortex", 408, None, 3),
+        ("onecortex", 409, None, 3),
+        ("onecortex", 425, None, 3),
+        ("onecortex", 429, None, 3),
+        ("onecortex", 503, None, 1),  # a 5xx: the agent run may have started behind a 503
+        ("onecortex", 529, None, 1),
+        ("onecortex", 503, "true", 3),  # x-should-retry, the SDKs' header, wins
+        ("onecortex", 400, "true", 3),
+        # A model API's POST is sent again when the API is unavailable or overloaded.
+        ("anthropic", 503, None, 3),
+        ("anthropic", 529, None, 3),  # Anthropic's overloaded
+        ("anthropic", 503, "false", 1),  # x-should-retry, the SDKs' header, wins
     ],
 )
+@pytest.mark.usefixtures("waits")  # the pauses are recorded, not slept
 def test_which_statuses_are_retried(
     stream_server: StreamServer,
-    waits: list[float],
+    provider: str,
     status: int,
     should_retry: str | None,
     sent: int,
 ) -> None:
-    """For a POST to an agent platform: the statuses that say the request was not acted on."""
-    rid = f"status-{status}-{should_retry}"
+    rid = f"status-{provider}-{status}-{should_retry}"
     query: dict[str, Any] = {"rid": rid, "status": status, "on": "all"}
     if should_retry is not None:
         query["should_retry"] = should_retry
     url = stream_server.url("/stream/onecortex", **query)
-    with pytest.raises(sf.StreamError) as info, sf.stream("POST", url, provider="onecortex"):
-        pytest.fail("never opened")
-    assert info.value.status == status
-    assert len(stream_server.seen(rid)) == sent
-
-
-@pytest.mark.parametrize(
-    ("status", "should_retry", "sent"),
-    [
-        (503, None, 3),
-        (529, None, 3),  # Anthropic's overloaded
-        (503, "false", 1),  # x-should-retry, the SDKs' header, wins
-    ],
-)
-def test_a_model_apis_post_is_retried_when_unavailable_or_overloaded(
-    stream_server: StreamServer,
-    waits: list[float],
-    status: int,
-    should_retry: str | None,
-    sent: int,
-) -> None:
-    rid = f"model-status-{status}-{should_retry}"
-    query: dict[str, Any] = {"rid": rid, "status": status, "on": "all"}
-    if should_retry is not None:
-        query["should_retry"] = should_retry
-    url = stream_server.url("/stream/onecortex", **query)
-    with pytest.raises(sf.StreamError) as info, sf.stream("POST", url, provider="anthropic"):
+    with pytest.raises(sf.StreamError) as info, sf.stream("POST", url, provider=provider):
         pytest.fail("never opened")
     assert info.value.status == status
     assert len(stream_server.seen(rid)) == sent

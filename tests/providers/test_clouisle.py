@@ -1398,17 +1398,21 @@ def test_a_run_message_end_in_a_resumed_workflow_stream_is_not_its_end() -> None
     assert [type(e).__name__ for e in sf.events([whole], provider=P)][-1] == "RunStatus"
 
 
-def test_a_run_status_after_workflow_complete_does_not_undecide_the_stream() -> None:
-    """``workflow_complete`` ends the workflow run (a terminal RunStatus, which the fold keeps).
-    A ``run_status`` after it made the provider take the stream for undecided again, so
-    ``events`` raised IncompleteStreamError at the end while ``fold`` returned the message
-    complete. Now the end stands for both, and what came after is recorded."""
-    body = sse(
+def run_status_after_workflow_complete() -> bytes:
+    return sse(
         wf("workflow_start", 1, workflow_id="wf-1"),
         wf("token", 2, "answer", token="Done."),
         wf("workflow_complete", 3, outputs={"answer": "Done."}),
         run_event("run_status", 4, status="waiting"),
     )
+
+
+def test_a_run_status_after_workflow_complete_does_not_undecide_the_stream() -> None:
+    """``workflow_complete`` ends the workflow run (a terminal RunStatus, which the fold keeps).
+    A ``run_status`` after it made the provider take the stream for undecided again, so
+    ``events`` raised IncompleteStreamError at the end while ``fold`` returned the message
+    complete. Now the end stands for both, and what came after is recorded."""
+    body = run_status_after_workflow_complete()
     message = sf.fold([body], provider=P)
     assert (message.text, message.complete) == ("Done.", True)
     events = list(sf.events([body], provider=P))
@@ -1418,12 +1422,7 @@ def test_a_run_status_after_workflow_complete_does_not_undecide_the_stream() -> 
 def test_a_run_status_after_workflow_complete_is_recorded() -> None:
     """The message stays complete, but the status it reads ("waiting") is one the finished
     workflow cannot have: a warning said nothing of it (strict: nothing raised)."""
-    body = sse(
-        wf("workflow_start", 1, workflow_id="wf-1"),
-        wf("token", 2, "answer", token="Done."),
-        wf("workflow_complete", 3, outputs={"answer": "Done."}),
-        run_event("run_status", 4, status="waiting"),
-    )
+    body = run_status_after_workflow_complete()
     message = sf.fold([body], provider=P)
     assert message.complete
     assert [w for w in message.warnings if "run_status after workflow_complete" in w] != []
