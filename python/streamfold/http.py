@@ -127,18 +127,29 @@ async def _apause(seconds: float) -> None:
     await _sleep(seconds)
 
 
+def _header_pairs(headers: Any) -> list[tuple[Any, Any]]:
+    """``headers`` (None, a dict, pairs, httpx's or httpx2's ``Headers``) as name/value pairs,
+    repeated names kept."""
+    if headers is None:
+        return []
+    if hasattr(headers, "multi_items"):
+        return list(headers.multi_items())
+    if hasattr(headers, "items"):
+        return list(headers.items())
+    return list(headers)
+
+
+def _header_names(pairs: list[tuple[Any, Any]]) -> set[str]:
+    """The lower-cased names of header ``pairs`` (bytes names read as Latin-1, as HTTP does)."""
+    return {
+        (name.decode("latin-1") if isinstance(name, bytes) else str(name)).lower()
+        for name, _ in pairs
+    }
+
+
 def _names_header(headers: Any, name: str) -> bool:
     """Whether ``headers`` (a dict, pairs, ``httpx.Headers``, None) has ``name``, any case."""
-    if not headers:
-        return False
-    pairs = headers.multi_items() if hasattr(headers, "multi_items") else None
-    if pairs is None:
-        pairs = list(headers.items()) if hasattr(headers, "items") else list(headers)
-    for key, _ in pairs:
-        text = key.decode("latin-1") if isinstance(key, bytes) else str(key)
-        if text.lower() == name:
-            return True
-    return False
+    return name in _header_names(_header_pairs(headers))
 
 
 def _count_attempts(exc: Exception, refused: list[Exception], max_retries: int) -> None:
@@ -767,19 +778,8 @@ def _with_stream_headers(request_kwargs: dict[str, Any], provider: str) -> dict[
     text/event-stream``, ``Cache-Control: no-store``), each unless ``headers=`` names it
     already, in any case. ``Accept`` only for the providers that stream SSE: Cohere v1 streams
     JSON lines and ``auto`` may be it, so theirs stays httpx's ``*/*``."""
-    given: Any = request_kwargs.get("headers")
-    if given is None:
-        pairs: list[tuple[Any, Any]] = []
-    elif hasattr(given, "multi_items"):  # httpx's or httpx2's Headers: repeated names kept
-        pairs = given.multi_items()
-    elif hasattr(given, "items"):
-        pairs = list(given.items())
-    else:
-        pairs = list(given)
-    named = {
-        (name.decode("latin-1") if isinstance(name, bytes) else str(name)).lower()
-        for name, _ in pairs
-    }
+    pairs = _header_pairs(request_kwargs.get("headers"))
+    named = _header_names(pairs)
     wanted = [("Cache-Control", "no-store")]
     if provider != "auto" and _expected_types(provider) == _SSE_TYPES:
         wanted.insert(0, ("Accept", "text/event-stream"))
