@@ -35,7 +35,6 @@ import contextlib
 import functools
 import json
 import math
-import random
 import sys
 import time
 from collections.abc import (
@@ -111,8 +110,6 @@ _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELE
 #: connection lost before the response may come after the run started, so it is not sent
 #: again unless the request is idempotent. ``auto`` may be one of them.
 _RUN_STARTING_PROVIDERS = frozenset({"clouisle", "onecortex", "auto"})
-#: Up to this share of a computed backoff is added at random (as the resumable waits).
-_JITTER = 0.25
 
 
 def _pause(seconds: float) -> None:
@@ -952,11 +949,9 @@ class _StreamBase:
         retry_after = exc.retry_after if isinstance(exc, StreamError) else None
         if retry_after is not None:
             return max(0.0, min(max_delay, float(retry_after)))
-        from .resumable import _MAX_DOUBLINGS
+        from .resumable import backoff
 
-        doublings = min(len(self._refused) - 1, _MAX_DOUBLINGS)  # 2 ** 1024: OverflowError
-        delay = float(options["initial_delay"]) * 2**doublings
-        return float(max(0.0, min(max_delay, delay * (1 + _JITTER * random.random()))))
+        return backoff(float(options["initial_delay"]), len(self._refused), max_delay)
 
     def _retryable(self, exc: Exception, response: httpx.Response | None) -> bool:
         httpx = _client_module(self._client)  # an httpx2 client raises httpx2's exceptions

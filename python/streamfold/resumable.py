@@ -113,7 +113,17 @@ _IDS_KEPT = 1024
 #: A run of digits longer than this is a hash, not a counter.
 _MAX_ID_DIGITS = 30
 _DIGIT_RUN = re.compile(r"[0-9]+")
+#: Up to this share of a computed backoff is added at random.
 _JITTER = 0.25
+
+
+def backoff(base: float, failures: int, max_delay: float) -> float:
+    """The wait after ``failures`` failures in a row (1 for the first): ``base`` doubled for
+    each one after the first, up to ``_MAX_DOUBLINGS`` times, plus up to ``_JITTER`` of it at
+    random, at most ``max_delay`` (and never below 0). Shared by the reconnections here and
+    ``sf.stream``'s first-request retries."""
+    delay = base * 2 ** min(failures - 1, _MAX_DOUBLINGS)
+    return float(max(0.0, min(max_delay, delay * (1 + _JITTER * random.random()))))
 
 
 @dataclass(frozen=True)
@@ -446,8 +456,7 @@ class _Resumer:
 
     def _delay(self, error: BaseException | None) -> float:
         base = self.retry_ms / 1000 if self.retry_ms is not None else self.initial_delay
-        delay = min(self.max_delay, base * 2 ** min(self.failures - 1, _MAX_DOUBLINGS))
-        delay = min(self.max_delay, delay * (1 + _JITTER * random.random()))
+        delay = backoff(base, self.failures, self.max_delay)
         retry_after = getattr(error, "retry_after", None)
         if isinstance(retry_after, (int, float)):
             delay = max(delay, min(self.max_delay, float(retry_after)))
