@@ -379,12 +379,16 @@ def _check_head(provider: str, status: int, content_type: str | None) -> tuple[b
 _HTTPX_MODULES = ("httpx", "httpx2")
 
 
-def _httpx_module(source: object) -> Any:
-    """The module (httpx or httpx2) whose ``Response`` ``source`` is, or ``None``."""
+def _httpx_module(source: object, kinds: tuple[str, ...] = ("Response",)) -> Any:
+    """The module (httpx or httpx2) of which ``source`` is one of the classes ``kinds``
+    (a ``Response`` unless told), or ``None``."""
     for name in _HTTPX_MODULES:
         module = sys.modules.get(name)
-        if module is not None and isinstance(source, module.Response):
-            return module
+        if module is None:
+            continue
+        for kind in kinds:  # a loop: this runs for every response read
+            if isinstance(source, getattr(module, kind)):
+                return module
     return None
 
 
@@ -1388,9 +1392,9 @@ def _client_module(client: object) -> Any:
     """The module of ``client``'s classes: httpx2 for an ``httpx2.Client`` or ``AsyncClient``
     (the OpenAI and Anthropic SDKs' own client), else httpx. Its timeouts and exceptions are
     that module's."""
-    httpx2 = sys.modules.get("httpx2")
-    if httpx2 is not None and isinstance(client, (httpx2.Client, httpx2.AsyncClient)):
-        return httpx2
+    module = _httpx_module(client, ("Client", "AsyncClient"))
+    if module is not None:
+        return module
     import httpx
 
     return httpx
