@@ -431,7 +431,6 @@ class Anthropic(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=not (self._open or self._closed),
         )
 
     # -- blocks ------------------------------------------------------------------------------

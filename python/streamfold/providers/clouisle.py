@@ -662,7 +662,6 @@ class Clouisle(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=self._next_block == 0,
         )
 
     # -- the catch-up: the same events as JSON -------------------------------------------------
@@ -802,7 +801,6 @@ class Clouisle(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=self._next_block == 0,
         )
 
     def _run_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:

@@ -374,7 +374,6 @@ class CohereV1(Provider):
                 provider=self.name,
                 raw=p,
                 position=self.position,
-                retryable_without_duplicate=self._next_block == 0,
             )
         reason = FINISH_REASONS.get(raw_reason, "other") if raw_reason is not None else None
         response_id = response.get("response_id")

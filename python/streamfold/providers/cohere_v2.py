@@ -343,7 +343,6 @@ class CohereV2(Provider):
                 provider=self.name,
                 raw=frame,
                 position=self.position,
-                retryable_without_duplicate=self._next_block == 0,
             )
         self._close_plan(frame, out)
         if self._open and raw_reason not in CUT_SHORT:

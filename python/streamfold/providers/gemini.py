@@ -780,7 +780,6 @@ class Gemini(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=self._next_block == 0,
         )
 
 

@@ -98,7 +98,6 @@ class Onecortex(Provider):
         self._open: set[int] = set()
         #: Names of the open steps, innermost last.
         self._steps: list[str | None] = []
-        self._results = 0
 
     # -- the frame loop ----------------------------------------------------------------------
 
@@ -215,7 +214,6 @@ class Onecortex(Provider):
                 out,
                 event="tool_result",
             )
-        self._results += 1
         result = ToolResult(
             call_id=call_id,
             output=p.get("output"),
@@ -296,7 +294,6 @@ class Onecortex(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=self._next_block == 0 and self._results == 0,
         )
 
     # -- a JSON caller's answer: the same events ----------------------------------------------

@@ -328,7 +328,6 @@ class OpenAIChat(Provider):
         super().__init__(strict=strict)
         self._choices: dict[int, _Choice] = {}
         self._done = False
-        self._produced = False
         #: The chunk template tried first: the one that read or was learned last.
         self._template: ChunkTemplate | None = None
         #: The others still in use, tried in turn when it does not fit: the chunks of ``n>1``
@@ -659,7 +658,6 @@ class OpenAIChat(Provider):
     ) -> int:
         block = state.next_block
         state.next_block = block + 1
-        self._produced = True
         if kind == "tool_call":
             self._forget_call_templates()
         out.append(BlockStart(index=block, kind=kind, choice=state.index, raw=frame, **fields))
@@ -1006,7 +1004,6 @@ class OpenAIChat(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=not self._produced,
         )
 
 

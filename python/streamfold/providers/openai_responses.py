@@ -469,7 +469,6 @@ class OpenAIResponses(Provider):
             provider=self.name,
             raw=frame,
             position=self.position,
-            retryable_without_duplicate=self._next_block == 0,
             raw_finish_reason=raw_finish_reason,
         )
 
