@@ -1,6 +1,8 @@
-"""The fold's direct text path (``Provider.text_sink``, ``Folder.text_appender``) changes no
-result: every stream folds to the same message, or raises the same error with the same
-partial, as when every text delta is made into an event and folded; and the path is taken."""
+"""The fold's direct text paths change no result: the provider's (``Provider.text_sink``,
+``Folder.text_appender``) and the decoder's (``SSEDecoder.arm``/``feed_folding``, which folds
+text frames in Rust, given ``Folder.text_pieces``). Every stream folds to the same message, or
+raises the same error with the same partial, as when every text delta is made into an event
+and folded; and the paths are taken."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
 from streamfold.events import BlockDelta
 from streamfold.folder import Folder
+from streamfold.pipeline import Pipeline
 
 Outcome = tuple[str, Any]
 
@@ -30,16 +33,25 @@ def outcome(chunks: list[bytes], provider: str) -> Outcome:
 
 
 def slow_outcome(monkeypatch: pytest.MonkeyPatch, chunks: list[bytes], provider: str) -> Outcome:
-    """The fold with the direct path refused: every text delta is an event."""
+    """The fold with the direct paths refused: every text delta is an event."""
     with monkeypatch.context() as m:
-        m.setattr(Folder, "text_appender", lambda self, choice, index: None)
+        m.setattr(Folder, "text_pieces", lambda self, choice, index: None)
         return outcome(chunks, provider)
 
 
 def counting_appender(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the direct appends the fold hands out and the texts they receive."""
+    """Counts the texts that went straight to their block: through the appenders the fold
+    hands out, and the frames the decoder's folding path read."""
     counts = [0]
     real = Folder.text_appender
+    real_catch_up = Pipeline.catch_up
+
+    def catch_up(self: Pipeline) -> None:
+        before = self.frames_seen
+        real_catch_up(self)
+        counts[0] += self.frames_seen - before
+
+    monkeypatch.setattr(Pipeline, "catch_up", catch_up)
 
     def text_appender(self: Folder, choice: int, index: int) -> Callable[[str], None] | None:
         append = real(self, choice, index)
@@ -65,6 +77,17 @@ def split(data: bytes, seed: int) -> list[bytes]:
         out.append(data[at : at + step])
         at += step
     return out
+
+
+#: How a test reads a stream: whole, in random pieces, or one event per read (as a model
+#: server flushes each token: the reads the decoder's folding path takes whole).
+READS = ("whole", "split", "per_event")
+
+
+def read(data: bytes, how: str, seed: int) -> list[bytes]:
+    if how == "whole":
+        return [data]
+    return split(data, seed) if how == "split" else per_frame(data)
 
 
 # -- generated streams -------------------------------------------------------------------------
@@ -192,18 +215,18 @@ def _texts(n: int, rng: random.Random) -> Iterator[str]:
     st.lists(OPENAI_STEP, max_size=30),
     st.booleans(),
     st.integers(0, 2**16),
-    st.booleans(),
+    st.sampled_from(READS),
     st.sampled_from(["openai", "auto"]),
 )
 def test_openai_folds_alike(
-    steps: list[tuple[str, str]], finish: bool, seed: int, whole: bool, provider: str
+    steps: list[tuple[str, str]], finish: bool, seed: int, reads: str, provider: str
 ) -> None:
     # Runs of plain text first, so templates are learned and the direct path is live. Read
     # whole, the events made before a text in the same read are folded first.
     rng = random.Random(seed)
     head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
     data = openai_stream(head + steps, finish)
-    chunks = [data] if whole else split(data, seed)
+    chunks = read(data, reads, seed)
     with pytest.MonkeyPatch.context() as m:
         assert outcome(chunks, provider) == slow_outcome(m, chunks, provider)
     status, message = outcome(chunks, provider)
@@ -219,25 +242,25 @@ def test_openai_folds_alike(
     finish=st.booleans(),
     pad=st.sampled_from(["", "  "]),
     seed=st.integers(0, 2**16),
-    whole=st.booleans(),
+    reads=st.sampled_from(READS),
     provider=st.sampled_from(["anthropic", "auto"]),
 )
 def test_anthropic_folds_alike(
-    *, steps: list[tuple[str, str]], finish: bool, pad: str, seed: int, whole: bool, provider: str
+    *, steps: list[tuple[str, str]], finish: bool, pad: str, seed: int, reads: str, provider: str
 ) -> None:
     rng = random.Random(seed)
     head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
     data = anthropic_stream(head + steps, finish, pad)
-    chunks = [data] if whole else split(data, seed)
+    chunks = read(data, reads, seed)
     with pytest.MonkeyPatch.context() as m:
         assert outcome(chunks, provider) == slow_outcome(m, chunks, provider)
 
 
-@pytest.mark.parametrize("whole", [False, True], ids=["reads", "whole"])
+@pytest.mark.parametrize("reads", READS)
 @pytest.mark.parametrize("auto", [False, True], ids=["named", "auto"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_direct_path_is_taken(
-    provider: str, auto: bool, whole: bool, monkeypatch: pytest.MonkeyPatch
+    provider: str, auto: bool, reads: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     words = [f" w{i}" for i in range(200)]
     if provider == "openai":
@@ -248,11 +271,42 @@ def test_the_direct_path_is_taken(
         provider = "auto"
     reference = slow_outcome(monkeypatch, [data], provider)
     counts = counting_appender(monkeypatch)
-    got = outcome([data] if whole else split(data, 1), provider)
+    got = outcome(read(data, reads, 1), provider)
     assert got == reference
     assert got[1].text == "".join(words)
     # All but the deltas read before a template was learned went straight to the block.
     assert counts[0] > 150
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_decoder_folds_reads_of_one_event(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One event per read: past the first deltas every text frame is folded in Rust (no
+    appender is asked for it), and the counts the errors quote (frames, bytes) still add up."""
+    words = [f" w{i}" for i in range(100)]
+    if provider == "openai":
+        data = openai_stream([("text", w) for w in words], finish=False)
+    else:
+        data = anthropic_stream([("text", w) for w in words], finish=False, pad="")
+    chunks = per_frame(data)
+    folded = [0]
+    real_catch_up = Pipeline.catch_up
+
+    def catch_up(self: Pipeline) -> None:
+        before = self.frames_seen
+        real_catch_up(self)
+        folded[0] += self.frames_seen - before
+
+    reference = slow_outcome(monkeypatch, chunks, provider)
+    monkeypatch.setattr(Pipeline, "catch_up", catch_up)
+    got = outcome(chunks, provider)
+    assert folded[0] > 90
+    # Cut before the terminal event: the same error (its byte count) and the same partial.
+    assert got == reference
+    assert got[0].startswith("IncompleteStreamError")
+    assert f"after {len(data)} bytes" in got[0]
+    assert got[1].text == "".join(words)
 
 
 def per_frame(data: bytes) -> list[bytes]:
@@ -309,3 +363,33 @@ def test_the_direct_path_is_taken_on_responses(
     got = outcome([data] if whole else split(data, 1), provider)
     assert got == reference
     assert counts[0] > 500
+
+
+def _argument_stream(provider: str, fragments: list[str]) -> bytes:
+    if provider == "openai":
+        steps = [("call", ""), *(("args", f) for f in fragments)]
+        return openai_stream(steps, finish=True)
+    return anthropic_stream([("json", f) for f in fragments], finish=True, pad="")
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["valid", "refused"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_decoder_folds_argument_fragments(
+    provider: str, broken: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool call's argument fragments, one event per read, go from the decoder to the call's
+    accumulator; one it refuses (text that can never be JSON) leaves the call's text whole
+    and its error, exactly as when each fragment is an event."""
+    fragments = ['{"path": "', *(f"a{i}/" for i in range(60)), '"}']
+    if broken:
+        fragments[30:30] = ['"}}', "x", "y"]  # the value closes, then bytes JSON never takes
+    chunks = per_frame(_argument_stream(provider, fragments))
+    reference = slow_outcome(monkeypatch, chunks, provider)
+    counts = counting_appender(monkeypatch)
+    got = outcome(chunks, provider)
+    assert got == reference
+    assert got[0] == "ok"
+    (call,) = got[1].tool_calls
+    assert call.arguments_json == "".join(fragments)
+    assert (call.error is not None) == broken
+    assert counts[0] > 20

@@ -1,6 +1,6 @@
 """The native core. Users import from ``streamfold``, never from here."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, final
 
 __all__ = [
@@ -63,6 +63,18 @@ class SSEDecoder:
     def position(self) -> int: ...
     @property
     def max_event_bytes(self) -> int: ...
+    def arm(
+        self,
+        cut: TemplateCut,
+        event: str,
+        sink: list[str] | Callable[[str], object],
+        refused: Callable[[str, BaseException], object] | None = None,
+    ) -> None: ...
+    def disarm(self) -> None: ...
+    @property
+    def armed(self) -> bool: ...
+    def feed_folding(self, chunk: object) -> list[ServerSentEvent] | None: ...
+    def take_folded(self) -> tuple[int, int]: ...
 
 @final
 class JsonLinesDecoder:

@@ -18,6 +18,8 @@ lists the message of every choice in choice order.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from .errors import ProtocolError, StreamfoldError
 from .events import Event
@@ -45,16 +47,22 @@ def fold(
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     folder = Folder(pipeline.provider.name, strict=strict)
-    run = _Runner(folder, pipeline.provider)
+    run = _Runner(folder, pipeline)
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
-            feed = pipeline.feed
+            step = run.step
+            folding = None
             for chunk in byte_iter:
-                events = feed(chunk)
-                if events:  # with the direct text sink, most reads fold to none
-                    run(events)
-                if pipeline.pending is not None:
-                    pipeline.raise_pending()
+                frames = None
+                if folding is not None:
+                    # The read the fold exists for: text frames folded in Rust, one call.
+                    try:
+                        frames = folding(chunk)
+                    except ProtocolError as exc:
+                        frames = exc
+                    if frames is not None and not frames:
+                        continue
+                folding = step(chunk, frames)
             run(pipeline.close())
             pipeline.raise_pending()
     except Exception as exc:
@@ -74,16 +82,21 @@ async def afold(
     """Async twin of :func:`fold` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     folder = Folder(pipeline.provider.name, strict=strict)
-    run = _Runner(folder, pipeline.provider)
+    run = _Runner(folder, pipeline)
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
-            feed = pipeline.feed
+            step = run.step
+            folding = None
             async for chunk in byte_iter:
-                events = feed(chunk)
-                if events:  # with the direct text sink, most reads fold to none
-                    run(events)
-                if pipeline.pending is not None:
-                    pipeline.raise_pending()
+                frames = None
+                if folding is not None:
+                    try:
+                        frames = folding(chunk)
+                    except ProtocolError as exc:
+                        frames = exc
+                    if frames is not None and not frames:
+                        continue
+                folding = step(chunk, frames)
             run(pipeline.close())
             pipeline.raise_pending()
     except Exception as exc:
@@ -93,24 +106,53 @@ async def afold(
     return _result(folder, pipeline)
 
 
+#: ``SSEDecoder.feed_folding``: the frames it did not fold (empty: all), ``None`` for a chunk
+#: that is not ``bytes``; raises ``ProtocolError`` as ``feed`` does.
+FeedFolding = Callable[[Any], "list[Any] | None"]
+
+
 class _Runner:
     """``Folder.add`` inlined over a batch of events: one dict lookup per event.
 
     It also hands the provider the folder's direct text sink (``Provider.text_sink``): a plain
     text delta then goes straight into its block, with no event made. Any folded event may
     change where text goes, so each batch of events drops the provider's appender first.
+
+    After each read it handled (``step``), it arms the decoder's folding path where the
+    provider names a target (``Provider.folding_target``): the reads after it that hold only
+    that target's text frames are then folded in Rust with no Python frame or event at all,
+    which is the whole cost of most reads of a stream read one event at a time.
     """
 
-    __slots__ = ("_dispatch", "_folder", "_provider", "_resolve")
+    __slots__ = ("_dispatch", "_folder", "_pipeline", "_provider", "_resolve")
 
-    def __init__(self, folder: Folder, provider: Provider) -> None:
+    def __init__(self, folder: Folder, pipeline: Pipeline | Provider) -> None:
         self._folder = folder
         # The class's table of handler functions: nothing is bound per fold.
         self._dispatch = folder._handlers
         self._resolve = folder._function_for
+        provider = pipeline if isinstance(pipeline, Provider) else pipeline.provider
+        self._pipeline = None if isinstance(pipeline, Provider) else pipeline
         self._provider = provider
         provider.text_sink = folder.text_appender
         provider.text_flush = self.flush
+
+    def step(self, chunk: Any, frames: list[Any] | ProtocolError | None) -> FeedFolding | None:
+        """Fold one read: ``chunk`` through the pipeline, or (``frames``) what the folding
+        path returned for it. Returns the folding path to use for the next read, if armed."""
+        pipeline = self._pipeline
+        assert pipeline is not None
+        events = pipeline.feed(chunk) if frames is None else pipeline.feed_folded(frames)
+        if events:  # with the direct text sink, most reads fold to none
+            self(events)
+        if pipeline.pending is not None:
+            pipeline.raise_pending()
+        target = self._provider.folding_target()
+        if target is None:
+            return None
+        cut, event, choice, block = target
+        sink = self._folder.delta_sink(choice, block)
+        return None if sink is None else pipeline.arm(cut, event, sink)
 
     def flush(self, events: list[Event]) -> None:
         """Fold ``events`` now and empty the list (``Provider.text_flush``): the provider is

@@ -76,6 +76,10 @@ from .providers import check_provider_name
 __all__ = ["Folder"]
 
 
+#: What ``Folder.delta_sink`` gives: a text block's pieces, or a tool call's ``(push,
+#: refused)``.
+DeltaSink = list[str] | tuple[Callable[[str], None], Callable[[str, BaseException], None]]
+
 #: The accumulator of tool-call arguments (a module attribute so tests can substitute it).
 _JsonAccumulator: Any = JsonAccumulator
 
@@ -631,10 +635,10 @@ class Folder:
         super().__init_subclass__(**kwargs)
         cls._handlers = _handler_table(cls)
 
-    def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
-        """A direct ``append`` for the text of block ``index`` of ``choice``: calling it is
+    def text_pieces(self, choice: int, index: int) -> list[str] | None:
+        """The list of text pieces of block ``index`` of ``choice``: appending a text to it is
         folding a ``BlockDelta`` of that text, as long as no other event is folded in between
-        (the caller's promise; ``fold`` drops the appender whenever it folds an event).
+        (the caller's promise; ``fold`` drops the list whenever it folds an event).
 
         Only for the block the last delta went to, when its text is plain pieces (not a tool
         call's JSON, not a closed block): every other case needs ``_on_delta`` in full.
@@ -644,7 +648,38 @@ class Folder:
             return None
         # What ``_on_delta`` does besides the append, done once for the whole run of deltas.
         self._mark(b)
-        return b.pieces.append
+        return b.pieces
+
+    def delta_sink(self, choice: int, index: int) -> DeltaSink | None:
+        """Where the text of a ``BlockDelta`` to block ``index`` of ``choice`` (without log
+        probabilities) goes, for the decoder's folding path: handing a text to it is folding
+        such a delta, as long as no other event is folded in between (the caller's promise).
+
+        A text block's list of pieces (``text_pieces``); for a tool call, ``(push, refused)``:
+        its fragments' ``push``, and what to call with a fragment and the error when ``push``
+        raised (the call's text is then kept as it came, and ``push`` is no longer its sink).
+        ``None`` for any other case, which needs ``_on_delta`` in full.
+        """
+        pieces = self.text_pieces(choice, index)
+        if pieces is not None:
+            return pieces
+        b = self._last
+        call = b.call
+        if b.index != index or b.choice != choice or call is None or b.push != call.sink():
+            return None
+        self._mark(b)
+
+        def refused(fragment: str, exc: BaseException) -> None:
+            if not isinstance(exc, InvalidJsonError):
+                raise exc
+            b.push = call.reject(fragment, exc)
+
+        return b.push, refused
+
+    def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
+        """``text_pieces(choice, index).append``, or ``None``."""
+        pieces = self.text_pieces(choice, index)
+        return None if pieces is None else pieces.append
 
     @property
     def dispatch(self) -> dict[type, Callable[[Any], None]]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._core import JsonLinesDecoder, SSEDecoder
+from ._core import JsonLinesDecoder, SSEDecoder, TemplateCut
 from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .events import (
@@ -26,6 +26,9 @@ from .events import (
     ToolResultAdded,
 )
 from .providers import Provider, get_provider, provider_class
+
+if TYPE_CHECKING:
+    from .folder import DeltaSink
 
 __all__ = ["Pipeline"]
 
@@ -94,6 +97,7 @@ class Pipeline:
     """Feed bytes, get events. Synchronous and I/O-free."""
 
     __slots__ = (
+        "_armed",
         "_cut_line",
         "_decoder",
         "_max_event_bytes",
@@ -165,6 +169,9 @@ class Pipeline:
         #: Frames for which this returns False are skipped before the provider sees them
         #: (resumable streams drop the events a server replays after a reconnection).
         self.frame_filter = frame_filter
+        #: The decoder's folding path is armed (``arm``): the chunks go to its
+        #: ``feed_folding``, and the counts here lag until ``catch_up``.
+        self._armed = False
 
     @property
     def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
@@ -213,8 +220,75 @@ class Pipeline:
             return False
         return True
 
+    # -- the fold's path: text read by the decoder straight into the fold ----------------------
+
+    def arm(
+        self, cut: TemplateCut, event: str, sink: DeltaSink
+    ) -> Callable[[Any], list[Any] | None] | None:
+        """Arm the decoder's folding path (``SSEDecoder.arm``): the texts of the frames of type
+        ``event`` whose data ``cut`` reads go to ``sink`` (``Folder.delta_sink``) from Rust,
+        with no frame or event made. Returns the decoder's ``feed_folding``, which the fold
+        calls instead of ``feed`` and whose other frames go to ``feed_folded``; ``None`` when
+        the path cannot be armed (no SSE decoder, an error pending, a resumable stream's
+        filter).
+
+        The caller (``fold``) promises what ``Provider.folding_target`` says: ``sink`` is where
+        those frames' deltas would be folded, and nothing else is folded until the decoder
+        returns a frame."""
+        decoder = self._decoder
+        if (
+            decoder.__class__ is not SSEDecoder
+            or self.pending is not None
+            or self.frame_filter is not None
+            or not self.produced
+        ):
+            return None
+        assert isinstance(decoder, SSEDecoder)
+        if isinstance(sink, list):
+            decoder.arm(cut, event, sink)
+        else:
+            push, refused = sink
+            decoder.arm(cut, event, push, refused)
+        self._armed = True
+        self._prefix = None  # the provider reads this stream: nothing to explain
+        return decoder.feed_folding
+
+    def catch_up(self) -> None:
+        """Count what the folding path read since the last call: its bytes, and its frames
+        (numbered as if the provider had handled them, so errors name the right frame)."""
+        decoder = self._decoder
+        assert isinstance(decoder, SSEDecoder)
+        frames, read = decoder.take_folded()
+        self.bytes_seen += read
+        if frames:
+            self.frames_seen += frames
+            self.provider.position += frames
+
+    def feed_folded(self, frames: list[Any] | ProtocolError) -> list[Event]:
+        """What ``feed`` does with a chunk's frames, for the frames ``feed_folding`` returned
+        (or its error, with the frames before it): the decoder has disarmed itself."""
+        self._armed = False
+        self.catch_up()
+        out: list[Event] = []
+        if not isinstance(frames, ProtocolError):
+            self._run(frames, out)
+            return out
+        self._run(frames.events, out)
+        if self.pending is None:
+            self.pending = self._framing_error(frames)
+        return out
+
+    def disarm(self) -> None:
+        if self._armed:
+            self._armed = False
+            self.catch_up()
+            assert isinstance(self._decoder, SSEDecoder)
+            self._decoder.disarm()
+
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[Event]:
         """Decode one chunk; returns its events. Check ``pending`` afterwards."""
+        if self._armed:
+            self.disarm()
         if chunk.__class__ is not bytes and not isinstance(chunk, (bytearray, memoryview)):
             raise TypeError(_not_bytes(chunk))
         seen = self.bytes_seen
@@ -254,6 +328,7 @@ class Pipeline:
         out: list[Event] = []
         if self.closed:
             return out
+        self.disarm()
         self.closed = True
         if self._decoder is None and self._sniff is not None:
             # Blanks alone: read as SSE when a BOM's bytes came (the stream said something),
@@ -307,6 +382,7 @@ class Pipeline:
         out: list[Event] = []
         if self.closed:
             return out
+        self.disarm()
         self.closed = True
         if self.pending is None:
             with contextlib.suppress(StreamfoldError):
@@ -318,6 +394,7 @@ class Pipeline:
         adapters' ``ConnectionLostError``, or a client's own exception from a plain iterable
         such as ``response.iter_bytes()``); ``None`` for any other error (a bug, or the
         stream's own error), which is raised as it is. Then call ``lost``."""
+        self.disarm()
         if isinstance(exc, StreamfoldError) and not is_transport_error(exc):
             return None
         return as_connection_lost(exc, self.provider_name, self.bytes_seen)

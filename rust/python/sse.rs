@@ -20,6 +20,7 @@ use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 
 use super::errors::make_error;
 use super::spare_list::SpareList;
+use super::template::TemplateCut;
 use super::text::{str_from_utf8, OnceStr};
 use crate::jsonl;
 use crate::sse::{self, decode_lossy, EventRef, SseError};
@@ -237,6 +238,24 @@ impl ServerSentEvent {
 }
 
 impl ServerSentEvent {
+    /// A new event, as a Python object.
+    fn made(
+        py: Python<'_>,
+        event: Py<PyString>,
+        id: Py<PyString>,
+        retry: Option<u64>,
+        bytes: DataBytes,
+    ) -> PyResult<Py<PyAny>> {
+        let event = ServerSentEvent {
+            event,
+            id,
+            retry,
+            bytes,
+            text: OnceStr::empty(),
+        };
+        Bound::new(py, event).map(|e| e.into_any().unbind())
+    }
+
     /// The `ProtocolError` of a payload that is not JSON, placed by jiter's error: an
     /// `InvalidEventJsonError`, also the `json.JSONDecodeError` httpx-sse's `json()` raises.
     #[cold]
@@ -519,6 +538,146 @@ struct SseState {
     backlog: Vec<Item<SseError>>,
     /// What a call that ends no event returns.
     spare: SpareList,
+    /// The folding path (`feed_folding`): frames read as text of one open block go straight
+    /// into that block's pieces, and no frame object is made for them.
+    armed: Option<Armed>,
+    /// Frames and bytes `feed_folding` took since `take_folded` last asked: the pipeline's
+    /// counts (frame numbers in errors, bytes read) catch up from them.
+    folded_frames: u64,
+    folded_bytes: u64,
+}
+
+/// What `SSEDecoder.arm` set: a frame of type `event` whose data `cut` reads is a fragment
+/// of one block of the fold, which goes to `sink`.
+struct Armed {
+    cut: Py<TemplateCut>,
+    event: Py<PyString>,
+    sink: Sink,
+}
+
+/// Where the fragments of the armed block go.
+enum Sink {
+    /// A text block's list of pieces, which the fold joins once.
+    Pieces(Py<PyList>),
+    /// A tool call's `push` (its `JsonAccumulator.push`); should it raise, `refused(fragment,
+    /// error)` records the refusal as the fold would, and the path disarms (the call's text
+    /// goes elsewhere from then on).
+    Call { push: Py<PyAny>, refused: Py<PyAny> },
+}
+
+impl Sink {
+    /// Hand `text` over; `Ok(false)`: it went, but the sink may not take more.
+    fn take(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<bool> {
+        match self {
+            Sink::Pieces(pieces) => pieces.bind(py).append(text).map(|()| true),
+            Sink::Call { push, refused } => match push.bind(py).call1((&text,)) {
+                Ok(_) => Ok(true),
+                Err(e) => {
+                    refused.bind(py).call1((text, e.into_value(py)))?;
+                    Ok(false)
+                }
+            },
+        }
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self {
+            Sink::Pieces(pieces) => visit.call(pieces),
+            Sink::Call { push, refused } => {
+                visit.call(push)?;
+                visit.call(refused)
+            }
+        }
+    }
+}
+
+/// What `Armed::fold` did with a frame.
+enum Folded {
+    /// Its text went to the sink.
+    Taken,
+    /// Its text went to the sink, which takes no more (a call's refused fragment).
+    Last,
+    /// Not an armed frame: it is made and returned.
+    No,
+}
+
+impl Armed {
+    /// Whether `step` was folded by the armed path `reading` (it is then not made as a frame).
+    /// Any other frame may change where text goes: `reading` is then disarmed, so that frame
+    /// and all after it are made, and the fold arms the decoder again once it has handled
+    /// them. A Python error (out of memory) is raised after the frames before it.
+    fn fold_into<E>(
+        py: Python<'_>,
+        reading: &mut Option<Armed>,
+        step: &Step,
+        chunk: Option<&[u8]>,
+        arena: &[u8],
+        out: &mut Outbox<E>,
+    ) -> bool {
+        let Some(armed) = reading.as_ref() else {
+            return false;
+        };
+        let folded = match armed.fold(py, step, chunk, arena) {
+            Ok(Folded::Taken) => return true,
+            Ok(Folded::Last) => true,
+            Ok(Folded::No) => false,
+            Err(e) => {
+                out.push_frame(Err(e));
+                false
+            }
+        };
+        *reading = None;
+        folded
+    }
+
+    /// Hand the text of `step` to the sink if it is one of the armed frames.
+    fn fold(
+        &self,
+        py: Python<'_>,
+        step: &Step,
+        chunk: Option<&[u8]>,
+        arena: &[u8],
+    ) -> PyResult<Folded> {
+        let Some(text) = self.text(py, step, chunk, arena)? else {
+            return Ok(Folded::No);
+        };
+        Ok(if self.sink.take(py, text)? {
+            Folded::Taken
+        } else {
+            Folded::Last
+        })
+    }
+
+    /// The text of `step` if it is one of the armed frames: its type is `event` and `cut`
+    /// reads its data.
+    fn text<'py>(
+        &self,
+        py: Python<'py>,
+        step: &Step,
+        chunk: Option<&[u8]>,
+        arena: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
+        let Step::Event { event, data, .. } = step else {
+            return Ok(None);
+        };
+        let raw = match data {
+            Data::Arena(range) => &arena[range.clone()],
+            Data::Ready(DataBytes::Range(buffer, range)) => {
+                // Most events lie in the chunk being fed: its bytes are already borrowed.
+                match chunk {
+                    Some(c) if c.as_ptr() == buffer.as_bytes(py).as_ptr() => &c[range.clone()],
+                    _ => &buffer.as_bytes(py)[range.clone()],
+                }
+            }
+            Data::Ready(DataBytes::Pieces(_)) => return Ok(None),
+        };
+        let same_type = event.as_ptr() == self.event.as_ptr()
+            || event.bind(py).as_any().eq(self.event.bind(py))?;
+        if !same_type {
+            return Ok(None);
+        }
+        self.cut.get().text_of(py, raw)
+    }
 }
 
 fn sse_exception<'py>(py: Python<'py>, err: SseError, events: Bound<'py, PyList>) -> PyErr {
@@ -557,10 +716,10 @@ impl SSEDecoder {
             {
                 return Ok(state.spare.take(py));
             }
-            return Self::run(py, guard, Input::Bytes(bytes));
+            return Self::run(py, guard, Input::Bytes(bytes), false);
         }
         with_chunk_bytes(chunk, |bytes| {
-            Self::run(py, self.lock(py)?, Input::Copy(bytes))
+            Self::run(py, self.lock(py)?, Input::Copy(bytes), false)
         })?
     }
 
@@ -578,6 +737,7 @@ impl SSEDecoder {
         py: Python<'py>,
         mut guard: MutexGuard<'_, SseState>,
         input: Input<'_, 'py>,
+        folding: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let state = &mut *guard;
         if !matches!(input, Input::End) && state.decoder.is_closed() {
@@ -596,6 +756,9 @@ impl SSEDecoder {
             held,
             backlog,
             spare,
+            armed,
+            folded_frames,
+            folded_bytes: _,
         } = state;
         // A big event read in pieces: a piece that is all data is kept, not copied.
         let kept = owner.is_some_and(|owner| {
@@ -633,10 +796,16 @@ impl SSEDecoder {
         if steps.is_empty() && backlog.is_empty() {
             return Ok(spare.take(py)); // most small reads end no event
         }
-        let shared = PyBytes::new(py, arena);
-        arena.clear();
+        // Frames held back after an error come first: none after them may be folded before.
+        let mut reading = armed.take_if(|_| folding && backlog.is_empty());
+        let mut shared: Option<Bound<'py, PyBytes>> = None;
         let mut out = Outbox::new(std::mem::take(backlog), steps.len());
         for step in steps.drain(..) {
+            let chunk = owner.map(PyBytesMethods::as_bytes);
+            if Armed::fold_into(py, &mut reading, &step, chunk, arena, &mut out) {
+                *folded_frames += 1;
+                continue;
+            }
             match step {
                 Step::Event {
                     event,
@@ -645,21 +814,26 @@ impl SSEDecoder {
                     data,
                 } => {
                     let bytes = match data {
-                        Data::Arena(range) => DataBytes::Range(shared.clone().unbind(), range),
+                        // The call's one buffer for the data not in the chunk, made when the
+                        // first frame that needs it is.
+                        Data::Arena(range) => DataBytes::Range(
+                            shared
+                                .get_or_insert_with(|| PyBytes::new(py, arena))
+                                .clone()
+                                .unbind(),
+                            range,
+                        ),
                         Data::Ready(bytes) => bytes,
                     };
-                    let event = ServerSentEvent {
-                        event,
-                        id,
-                        retry,
-                        bytes,
-                        text: OnceStr::empty(),
-                    };
-                    out.push_frame(Bound::new(py, event).map(|e| e.into_any().unbind()));
+                    out.push_frame(ServerSentEvent::made(py, event, id, retry, bytes));
                 }
                 Step::Error(e) => out.push(Item::Error(e)),
             }
         }
+        if folding {
+            *armed = reading;
+        }
+        arena.clear();
         // A decoder idling between reads (thousands of open streams) keeps no buffers sized
         // by a big read; small ones are kept, since small reads would allocate every time.
         if steps.capacity() > KEEP_STEPS {
@@ -723,6 +897,9 @@ impl SSEDecoder {
                 held: Vec::new(),
                 backlog: Vec::new(),
                 spare: SpareList::default(),
+                armed: None,
+                folded_frames: 0,
+                folded_bytes: 0,
             }),
         }
     }
@@ -731,20 +908,100 @@ impl SSEDecoder {
     // it holds is then only kept alive a little longer.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self.inner.try_lock() {
-            Ok(state) => state.spare.traverse(&visit),
+            Ok(state) => {
+                if let Some(armed) = &state.armed {
+                    visit.call(&armed.cut)?;
+                    armed.sink.traverse(&visit)?;
+                }
+                state.spare.traverse(&visit)
+            }
             Err(_) => Ok(()),
         }
     }
 
     fn __clear__(&self) {
         if let Ok(mut state) = self.inner.try_lock() {
+            state.armed = None;
             state.spare.clear();
         }
     }
 
+    /// The folding path: from now on, `feed_folding` hands the text of each frame of type
+    /// `event` whose data `cut` reads to the fold instead of returning the frame: appended to
+    /// `sink` when it is a list (a text block's pieces), else `sink(text)` (a tool call's
+    /// `push`), and `refused(text, error)` when that raises. The first frame that is not such
+    /// a frame disarms it: that frame and every one after it are returned, since handling
+    /// them may change where text goes.
+    #[pyo3(signature = (cut, event, sink, refused = None))]
+    fn arm(
+        &self,
+        py: Python<'_>,
+        cut: Py<TemplateCut>,
+        event: Py<PyString>,
+        sink: &Bound<'_, PyAny>,
+        refused: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let sink = match (sink.cast_exact::<PyList>(), refused) {
+            (Ok(pieces), _) => Sink::Pieces(pieces.clone().unbind()),
+            (Err(_), Some(refused)) => Sink::Call {
+                push: sink.clone().unbind(),
+                refused,
+            },
+            (Err(_), None) => {
+                return Err(PyTypeError::new_err(
+                    "arm() takes a list, or a callable with refused=",
+                ))
+            }
+        };
+        self.lock(py)?.armed = Some(Armed { cut, event, sink });
+        Ok(())
+    }
+
+    /// Forget what `arm` set.
+    fn disarm(&self, py: Python<'_>) -> PyResult<()> {
+        self.lock(py)?.armed = None;
+        Ok(())
+    }
+
+    /// Whether `feed_folding` reads text now (`arm` was called and no other frame came since).
+    #[getter]
+    fn armed(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.lock(py)?.armed.is_some())
+    }
+
+    /// `feed` for a fold: the frames `arm` names are folded here, and the rest returned;
+    /// `None` (nothing read) when `chunk` is not a `bytes`, which `feed` then takes.
+    fn feed_folding<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Ok(bytes) = chunk.cast_exact::<PyBytes>() else {
+            return Ok(None);
+        };
+        let mut guard = self.lock(py)?;
+        let state = &mut *guard;
+        let b = bytes.as_bytes();
+        state.folded_bytes += b.len() as u64;
+        if b.len() < HOLD_MIN_CHUNK && state.backlog.is_empty() && state.decoder.append_data(b) {
+            return Ok(Some(state.spare.take(py)));
+        }
+        Self::run(py, guard, Input::Bytes(bytes), true).map(Some)
+    }
+
+    /// `(frames, bytes)` that `feed_folding` took since the last call (frames folded as text;
+    /// bytes of every chunk it was given), and reset both.
+    fn take_folded(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let mut state = self.lock(py)?;
+        let counts = (state.folded_frames, state.folded_bytes);
+        state.folded_frames = 0;
+        state.folded_bytes = 0;
+        Ok(counts)
+    }
+
     /// End of input. An event not closed by a blank line is discarded (see `dropped_partial`).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        Self::run(py, self.lock(py)?, Input::End)
+        Self::run(py, self.lock(py)?, Input::End, false)
     }
 
     /// The last event id committed by a blank line.

@@ -99,10 +99,22 @@ impl TemplateCut {
         let Ok(frame) = frame.cast::<ServerSentEvent>() else {
             return Ok(None); // not ours to read: the Python reader decides
         };
-        let raw = frame.get().raw_bytes(py);
+        self.text_of(py, &frame.get().raw_bytes(py))
+    }
+}
+
+impl TemplateCut {
+    /// What `read` answers for a frame whose data is `raw`: the decoder's folding path
+    /// (`SSEDecoder.feed_folding`) reads its frames' bytes with it before any frame is made.
+    #[inline]
+    pub(crate) fn text_of<'py>(
+        &self,
+        py: Python<'py>,
+        raw: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
         let shape = &self.shape;
         let (prefix, rest) = (shape.prefix.as_bytes(py), shape.rest.as_bytes(py));
-        match cut(&raw, prefix, rest, shape.end(py)) {
+        match cut(raw, prefix, rest, shape.end(py)) {
             Some((body, value)) => text(py, body, value),
             None => Ok(None),
         }

@@ -73,6 +73,7 @@ class ChunkTemplate:
     __slots__ = (
         "block",
         "cut",
+        "cutter",
         "kind",
         "mode",
         "padding_end",
@@ -122,12 +123,14 @@ class ChunkTemplate:
         #: one call; ``None`` leaves the frame to ``read`` (which decides every case). Hot
         #: loops load it and then call it (``cut = template.cut``): ``template.cut(frame)``
         #: would be a method lookup, which CPython does not specialise for an attribute.
-        self.cut: Callable[[Any], str | None] = TemplateCut(
+        #: The same cut for the decoder's folding path (``SSEDecoder.arm``).
+        self.cutter = TemplateCut(
             self.prefix_b,
             self.rest_b,
             padded_end=mode == PADDED_END,
             padding_end=self.padding_end_b if mode == PADDED_VALUE else None,
-        ).read
+        )
+        self.cut: Callable[[Any], str | None] = self.cutter.read
 
     @classmethod
     def learn(

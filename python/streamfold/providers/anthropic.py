@@ -81,7 +81,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
-from .base import Provider, present
+from .base import FoldingTarget, Provider, present
 
 __all__ = ["BLOCK_KINDS", "STOP_REASONS", "Anthropic", "usage_from_anthropic"]
 
@@ -224,6 +224,14 @@ class Anthropic(Provider):
         self._stop: dict[str, Any] = {}
 
     # -- the frame loop ----------------------------------------------------------------------
+
+    def folding_target(self) -> FoldingTarget | None:
+        """The fragments the template reads, while its block is open (what ``handle_frames``
+        checks for each such frame)."""
+        template = self._template
+        if template is None or self.terminal_seen or template.block not in self._open:
+            return None
+        return template.cutter, "content_block_delta", 0, template.block
 
     def handle_frames(self, frames: list[Any], out: list[Event]) -> None:
         """The pipeline's loop over one chunk's frames: number each and ``handle`` it, but read

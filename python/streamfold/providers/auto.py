@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..events import Event, Notice
-from .base import Framing, Provider
+from .base import FoldingTarget, Framing, Provider
 from .clouisle import WORKFLOW_EVENTS
 
 __all__ = ["MAX_UNDECIDED_FRAMES", "AutoProvider", "detect"]
@@ -316,6 +316,10 @@ class AutoProvider(Provider):
             self._text_direct = value
         else:
             inner.text_direct = value
+
+    def folding_target(self) -> FoldingTarget | None:
+        inner = self._inner
+        return None if inner is None else inner.folding_target()
 
     @property
     def resume_param(self) -> str | None:

@@ -22,13 +22,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, Protocol, overload
 
-from .._core import ServerSentEvent
+from .._core import ServerSentEvent, TemplateCut
 from ..errors import ProtocolError
 from ..events import Event, MessageEnd, Notice
 from ..message import FinishReason
 
 __all__ = [
     "Finishing",
+    "FoldingTarget",
     "Framing",
     "Provider",
     "body_error",
@@ -39,6 +40,9 @@ __all__ = [
 
 #: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
 Framing = Literal["sse", "jsonl", "auto"]
+
+#: ``(cut, event, choice, block)``: see ``Provider.folding_target``.
+FoldingTarget = tuple[TemplateCut, str, int, int]
 
 
 class Provider(ABC):
@@ -109,6 +113,14 @@ class Provider(ABC):
         return
 
     # -- helpers for the provider modules ---------------------------------------------------
+
+    def folding_target(self) -> FoldingTarget | None:
+        """Where the decoder's folding path may put text now (``SSEDecoder.arm``): ``(cut,
+        event, choice, block)`` when every frame of type ``event`` whose data ``cut`` reads is,
+        as long as no other frame comes, exactly a text delta of that block of that choice and
+        nothing else; ``None`` when no frame is sure to be. Asked by ``fold`` after each batch
+        of frames the provider handled."""
+        return None
 
     def fold_made(self, out: list[Event]) -> bool:
         """Before a text goes straight to its block: have the fold fold the events made so

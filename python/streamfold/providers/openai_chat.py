@@ -93,7 +93,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
-from .base import Provider, end_finished
+from .base import FoldingTarget, Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "MISTRAL_FINISH_REASONS", "Mistral", "OpenAIChat", "usage_from_openai"]
 
@@ -372,6 +372,22 @@ class OpenAIChat(Provider):
                             out.append(text_delta(current.prose, kind, text, current.index, frame))
                             continue
             handle(frame, out)
+
+    def folding_target(self) -> FoldingTarget | None:
+        """The fragments the first template reads: text while its choice's open block is of
+        its kind, arguments while its call's choice has not finished (what ``handle`` checks
+        for each such frame)."""
+        template = self._template
+        if template is None:
+            return None
+        current = template.state
+        if template.block >= 0:
+            if current.ended:
+                return None
+            return template.cutter, "message", current.index, template.block
+        if current.prose_kind != template.kind:
+            return None
+        return template.cutter, "message", current.index, current.prose
 
     def handle(self, frame: Any, out: list[Event]) -> None:
         found = self._read_templated(frame) if self._template is not None else None
