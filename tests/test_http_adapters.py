@@ -4,6 +4,7 @@ aiohttp (asyncio only), each fault through each client."""
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import subprocess
 import sys
@@ -198,8 +199,12 @@ async def test_error_status_raises_stream_error_with_the_parsed_body(
     exc = info.value
     assert exc.status == status
     assert exc.code == ("rate_limited" if status == 429 else "internal_error")
-    assert exc.message.startswith(f"onecortex: HTTP {status}")
-    assert f"injected HTTP {status}" in exc.message
+    # The provider's own text, as for an error inside the stream; str() adds the context.
+    assert exc.message == f"injected HTTP {status}"
+    assert str(exc).startswith(f"onecortex: HTTP {status} ")
+    assert str(exc).endswith(f" before the stream: injected HTTP {status}")
+    copied = pickle.loads(pickle.dumps(exc))
+    assert (str(copied), copied.message, copied.status) == (str(exc), exc.message, status)
     assert isinstance(exc.raw, dict)
     assert exc.raw["error"]["message"] == f"injected HTTP {status}"
     assert exc.retryable_without_duplicate is True
@@ -235,8 +240,9 @@ async def test_error_status_whose_body_is_cut_is_still_a_stream_error(
     assert exc.code == status
     assert exc.retry_after == 7.0
     assert exc.retryable_without_duplicate is True
-    assert exc.message.startswith(f"onecortex: HTTP {status}")
-    assert "connection" in exc.message  # says the body was cut short
+    assert str(exc).startswith(f"onecortex: HTTP {status}")
+    assert "connection" in str(exc)  # says the body was cut short
+    assert "connection" not in exc.message  # which is the body's own text
     assert exc.raw == '{"error": {"message"'
     assert exc.__cause__ is not None  # the client's exception
 
@@ -1425,7 +1431,9 @@ def test_error_fields_of_the_common_error_bodies(body: Any, code: Any, message: 
 
 def test_retry_after_seconds_and_http_date() -> None:
     assert _retry_after("3") == 3.0
-    assert _retry_after("-1") == 0.0
+    assert _retry_after(" 007 ") == 7.0
+    assert _retry_after("-1") is None  # no delay-seconds (digits only): no wait asked
+    assert _retry_after("\uff17") is None  # a digit, but not an ASCII one
     assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
     assert _retry_after("soon") is None
     assert _retry_after(None) is None

@@ -176,6 +176,53 @@ def test_retry_after_seconds_date_and_ms_capped_by_max_delay(
 
 
 @pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        *(("retry_after", h) for h in ["inf", "1e3", "1_0", "-5", "nan", "-1e9", "+5", "5.0"]),
+        # retry-after-ms (no standard) is read as the SDKs read it, in plain decimals only.
+        *(("retry_after_ms", h) for h in ["inf", "1e3", "1_0", "-5", "nan", "-1e9", "+5"]),
+    ],
+)
+def test_retry_after_that_is_no_delay_seconds_is_ignored(
+    stream_server: StreamServer, waits: list[float], request: Any, name: str, header: str
+) -> None:
+    # RFC 9110: delay-seconds is digits only. Anything else asks no wait: the documented
+    # backoff applies (0.5 s, then 1 s), never three requests in a row with no wait.
+    rid = _rid(request).replace("[", "-").replace("]", "")
+    url = stream_server.url("/stream/onecortex", rid=rid, status=429, on="all", **{name: header})
+    with pytest.raises(sf.StreamError) as info:
+        with sf.stream("GET", url, provider="onecortex", initial_delay=0.5, max_delay=30) as s:
+            s.fold()
+    first, second = waits
+    assert 0.5 <= first <= 0.5 * 1.25
+    assert 1.0 <= second <= 1.0 * 1.25
+    assert len(stream_server.seen(rid)) == 3
+    assert info.value.retry_after is None
+    assert info.value.retry_after_header == header  # the raw header is kept
+
+
+@pytest.mark.parametrize("header", ["Fri, 01 Jan 2100 00:00:00 GMT", "9" * 400])
+def test_retry_after_reported_is_the_wait_made(
+    stream_server: StreamServer, waits: list[float], request: Any, header: str
+) -> None:
+    # A date in 2100 (or 400 digits) asks for a wait of centuries: what is waited and what
+    # .retry_after reports is max_delay.
+    rid = _rid(request).replace("[", "-").replace("]", "")[:40]
+    url = stream_server.url("/stream/onecortex", rid=rid, status=429, on="all", retry_after=header)
+    with pytest.raises(sf.StreamError) as info:
+        with sf.stream("GET", url, provider="onecortex", max_delay=2.5) as s:
+            s.fold()
+    assert waits == [2.5, 2.5]
+    assert info.value.retry_after == 2.5
+    assert info.value.retry_after_header == header
+    # A response read without sf.stream: capped by the default max_delay.
+    with httpx.stream("GET", url) as response, pytest.raises(sf.StreamError) as direct:
+        sf.fold(response, provider="onecortex")
+    assert direct.value.retry_after == 30.0
+    assert direct.value.retry_after_header == header
+
+
+@pytest.mark.parametrize(
     "case",
     [
         ("POST", "onecortex", {}, 1),  # may have started a run: not sent again

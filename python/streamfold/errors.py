@@ -209,6 +209,7 @@ class StreamError(StreamfoldError):
         raw_finish_reason: str | None = None,
         retry_after: float | None = None,
         event: str | None = None,
+        retry_after_header: str | None = None,
     ) -> None:
         if event is None:
             event = _event_of(raw)
@@ -228,9 +229,14 @@ class StreamError(StreamfoldError):
         #: The provider's finish value when the error came as a finish (Cohere ``ERROR``,
         #: Responses ``failed``); the partial message carries it too.
         self.raw_finish_reason = raw_finish_reason
-        #: For an HTTP error status: the server's ``retry-after-ms`` or ``Retry-After``, in
-        #: seconds.
+        #: For an HTTP error status: the wait the server's ``retry-after-ms`` or
+        #: ``Retry-After`` asks, in seconds, capped by ``max_delay`` (``sf.stream``'s or the
+        #: resumable fold's; 30 s where none applies): the wait made, when one was. None when
+        #: neither header says a valid wait (RFC 9110: digits or an HTTP date).
         self.retry_after = retry_after
+        #: The raw header ``retry_after`` was read from, as the server sent it (the
+        #: ``retry-after-ms`` value when that header was taken), also when it was not valid.
+        self.retry_after_header = retry_after_header
 
 
 def _event_of(raw: Any) -> str | None:

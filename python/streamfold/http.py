@@ -35,6 +35,7 @@ import contextlib
 import functools
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import (
@@ -104,6 +105,10 @@ _DEFAULT_TIMEOUT = (600.0, 5.0)
 #: the request to failed (Envoy's "upstream reset before headers"), after an agent run may
 #: have started; they are sent again as any 5xx, where that cannot act twice.
 _REFUSED_STATUSES = frozenset({408, 409, 425, 429})
+#: What ``StreamError.retry_after`` is capped by where no ``max_delay`` applies (an error of a
+#: response handed to ``sf.fold``): the default ``max_delay`` of ``sf.stream`` and of the
+#: resumable folds.
+DEFAULT_MAX_DELAY = 30.0
 #: RFC 9110 section 9.2.2.
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 #: Providers whose POST starts an agent run (tools that act, resources created): a 5xx or a
@@ -260,6 +265,7 @@ def _status_error(
     body: bytes,
     truncated: bool,
     failure: BaseException | None = None,
+    max_delay: float = DEFAULT_MAX_DELAY,
 ) -> StreamError:
     """The error of an HTTP error status; ``failure``: the connection failed while its body
     was read (the status still says what happened: the body is what came)."""
@@ -272,61 +278,97 @@ def _status_error(
     code, message = _error_fields(raw)
     if message is None:
         message = text.strip()[:500] or (reason or "")
+    notes = ""
     if truncated:
-        message += f" (error body cut at {MAX_ERROR_BODY} bytes)"
+        notes += f" (error body cut at {MAX_ERROR_BODY} bytes)"
     if failure is not None:
-        message += (
+        notes += (
             f" (the connection failed after {len(body)} bytes of the error body: "
             f"{type(failure).__name__}: {failure})"
         )
+    asked, retry_after_header = _retry_after_headers(headers)
     error = StreamError(
-        f"{provider}: HTTP {status}{' ' + reason if reason else ''} before the stream: {message}",
+        message,
         code=code if code is not None else status,
         provider=provider,
         raw=raw,
         status=status,
         retryable_without_duplicate=True,
         position=0,
-        retry_after=_retry_after_headers(headers),
+        retry_after_header=retry_after_header,
+    )
+    # What the server asked, before any cap: ``retry_after_wait`` caps it by the max_delay
+    # of whoever waits.
+    error._retry_after_asked = asked  # type: ignore[attr-defined]
+    retry_after_wait(error, max_delay)
+    # ``message`` stays the provider's own text, as for an error inside the stream; what
+    # ``str(err)`` says adds the provider, the status and what happened to the body.
+    error.args = (
+        f"{provider}: HTTP {status}{' ' + reason if reason else ''} before the stream: "
+        f"{message}{notes}",
     )
     error.__cause__ = failure
     return error
 
 
-def _retry_after_headers(headers: Mapping[str, str]) -> float | None:
-    """How long the server asks to wait: ``retry-after-ms`` (OpenAI, Azure; the OpenAI and
-    Anthropic SDKs read it first), else ``Retry-After``."""
+#: Delay-seconds past this many digits (over 31 years) are read as this many seconds: every
+#: wait is capped far below, and ``int()`` of a longer run would cost for nothing.
+_MAX_DIGITS = 9
+
+
+def _retry_after_headers(headers: Mapping[str, str]) -> tuple[float | None, str | None]:
+    """How long the server asks to wait, in seconds, and the raw header value read:
+    ``retry-after-ms`` (OpenAI, Azure; the OpenAI and Anthropic SDKs read it first) when it is
+    a plain non-negative number of milliseconds, else ``Retry-After``. (None, raw) when the
+    header is there but says nothing valid: the caller's backoff applies."""
     milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            value = float(milliseconds)
-        except ValueError:
-            pass
-        else:
-            if not math.isnan(value):
-                return max(0.0, value / 1000)
-    return _retry_after(headers.get("retry-after"))
+    if milliseconds and _MILLISECONDS.fullmatch(milliseconds.strip()):
+        return min(float(milliseconds), 10.0**_MAX_DIGITS) / 1000, milliseconds
+    value = headers.get("retry-after")
+    if value is None:
+        return None, milliseconds
+    return _retry_after(value), value
+
+
+#: ``retry-after-ms`` is no standard; the SDKs read it as a float, of which only the plain
+#: decimal forms are taken (not ``inf``, ``nan``, ``1e3``, ``1_0`` nor a sign).
+_MILLISECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 def _retry_after(value: str | None) -> float | None:
-    """``Retry-After`` in seconds (delta-seconds or an HTTP date), or None."""
+    """``Retry-After`` in seconds, or None when it is neither form of RFC 9110 section
+    10.2.3: delay-seconds (ASCII digits only: ``inf``, ``1e3``, ``1_0``, ``-5``, ``nan`` are
+    no delay) or an HTTP date (0 once past)."""
     if not value:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        digits = value.lstrip("0") or "0"
+        return float(digits) if len(digits) <= _MAX_DIGITS else 10.0**_MAX_DIGITS
     from email.utils import parsedate_to_datetime
 
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     import datetime
 
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+    seconds = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    return max(0.0, min(seconds, 10.0**_MAX_DIGITS))
+
+
+def retry_after_wait(error: BaseException | None, max_delay: float) -> float | None:
+    """The wait ``error`` (a refused request) asks for, capped by ``max_delay``, which is also
+    what its ``retry_after`` says from then on (the value waited); None when it asks none."""
+    if not isinstance(error, StreamError):
+        return None
+    asked = getattr(error, "_retry_after_asked", error.retry_after)
+    if not isinstance(asked, (int, float)) or math.isnan(asked):
+        return None
+    error.retry_after = max(0.0, min(max_delay, float(asked)))
+    return error.retry_after
 
 
 #: A body read before the stream: its bytes, whether the limit cut it, and the client's
@@ -943,6 +985,8 @@ class _StreamBase:
     def _retry_delay(self, exc: Exception, response: httpx.Response | None) -> float | None:
         """How long to wait before sending the first request again after ``exc`` (None: raise
         it). Only the first request, before a byte of its stream was read, gets here."""
+        # Raised or waited, its retry_after is capped by this stream's max_delay.
+        retry_after_wait(exc, float(self._resume_options["max_delay"]))
         if len(self._refused) >= self._max_retries or self._closed:
             return None
         if not self._retryable(exc, response):
@@ -950,9 +994,9 @@ class _StreamBase:
         self._refused.append(exc)
         options = self._resume_options
         max_delay = float(options["max_delay"])
-        retry_after = exc.retry_after if isinstance(exc, StreamError) else None
+        retry_after = retry_after_wait(exc, max_delay)
         if retry_after is not None:
-            return max(0.0, min(max_delay, float(retry_after)))
+            return retry_after
         from .resumable import backoff
 
         return backoff(float(options["initial_delay"]), len(self._refused), max_delay)

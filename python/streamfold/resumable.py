@@ -81,7 +81,7 @@ from .errors import (
 )
 from .events import Event, Notice
 from .folder import Folder
-from .http import _HTTPX_MODULES, _httpx_module, is_response
+from .http import _HTTPX_MODULES, _httpx_module, is_response, retry_after_wait
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline, check_max_event_bytes
 from .providers import Provider, get_provider
 from .source import async_byte_chunks, sync_byte_chunks
@@ -457,9 +457,9 @@ class _Resumer:
     def _delay(self, error: BaseException | None) -> float:
         base = self.retry_ms / 1000 if self.retry_ms is not None else self.initial_delay
         delay = backoff(base, self.failures, self.max_delay)
-        retry_after = getattr(error, "retry_after", None)
-        if isinstance(retry_after, (int, float)):
-            delay = max(delay, min(self.max_delay, float(retry_after)))
+        retry_after = retry_after_wait(error, self.max_delay)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
         return float(delay)
 
     def _finish(self, events: list[Event], error: BaseException | None = None) -> _Ending:
