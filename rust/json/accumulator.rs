@@ -9,7 +9,8 @@ use super::scanner::Scanner;
 /// completeness of the text is known at once and the first byte that can never be valid JSON
 /// is reported by the push that brings it. The fragment that carries it is still appended to
 /// the text (so the offset points into [`Accumulator::text`]); every later push is refused
-/// with the same error.
+/// with the same error, its fragment appended too: the text stays every fragment joined, so
+/// nothing the stream delivered is lost.
 #[derive(Debug, Clone, Default)]
 pub struct Accumulator {
     text: String,
@@ -22,16 +23,22 @@ impl Accumulator {
     }
 
     pub fn push(&mut self, fragment: &str) -> Result<(), JsonError> {
+        self.text.push_str(fragment);
         if let Some(e) = self.scanner.error() {
             return Err(e.clone());
         }
-        self.text.push_str(fragment);
         self.scanner.feed(fragment, &mut ())
     }
 
-    /// Everything pushed (including the fragment that made it invalid, if any).
+    /// Everything pushed (including the fragment that made it invalid and those after it).
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Heap bytes held (the text's buffer and the scanner's stack): proportional to what was
+    /// pushed, nothing reserved up front.
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity() + self.scanner.heap_bytes()
     }
 
     pub fn is_complete(&self) -> bool {

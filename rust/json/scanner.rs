@@ -171,6 +171,11 @@ impl Scanner {
         }
     }
 
+    /// Heap bytes the scanner holds (its nesting stack), for `__sizeof__`.
+    pub fn heap_bytes(&self) -> usize {
+        self.stack.capacity() * std::mem::size_of::<Container>()
+    }
+
     /// Bytes fed so far (up to the error, if any).
     pub fn offset(&self) -> usize {
         self.offset

@@ -140,35 +140,66 @@ impl TextBuf {
 }
 
 /// Object keys repeat (arrays of objects): the `str` made for a key is kept in a small
-/// direct-mapped cache and reused, which also makes the dict insertions cheaper.
+/// direct-mapped cache and reused, which also makes the dict insertions cheaper. The cache
+/// starts empty and doubles as distinct keys fill it, up to `SLOTS`: an accumulator whose
+/// value has few keys (most tool calls) holds a few slots, not the 6 KiB of a full table.
+#[derive(Default)]
 struct KeyCache {
+    /// A power of two long (or empty).
     slots: Vec<Option<CachedKey>>,
+    filled: usize,
+    /// Bytes of the cached keys' texts.
+    key_bytes: usize,
 }
 
 /// A key's text and the `str` made for it.
 type CachedKey = (Box<[u8]>, Py<PyString>);
 
-impl Default for KeyCache {
-    fn default() -> Self {
-        KeyCache {
-            slots: (0..KeyCache::SLOTS).map(|_| None).collect(),
-        }
-    }
+/// FNV-1a.
+fn key_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl KeyCache {
     const SLOTS: usize = 256;
+    const FIRST: usize = 8;
     const LONGEST: usize = 64;
+
+    fn index(hash: u64, len: usize) -> usize {
+        usize::try_from(hash % (len.max(1) as u64)).unwrap_or(0)
+    }
+
+    /// Double the table (rehashing what it holds) once it is half full.
+    fn grow(&mut self) {
+        let len = (self.slots.len() * 2).clamp(Self::FIRST, Self::SLOTS);
+        let old = std::mem::take(&mut self.slots);
+        self.slots = (0..len).map(|_| None).collect();
+        self.filled = 0;
+        self.key_bytes = 0;
+        for (bytes, key) in old.into_iter().flatten() {
+            let at = Self::index(key_hash(&bytes), len);
+            if let Some(slot) = self.slots.get_mut(at) {
+                if let Some((gone, _)) = slot.as_ref() {
+                    self.key_bytes -= gone.len();
+                } else {
+                    self.filled += 1;
+                }
+                self.key_bytes += bytes.len();
+                *slot = Some((bytes, key));
+            }
+        }
+    }
 
     fn key<'py>(&mut self, py: Python<'py>, buf: &TextBuf) -> PyResult<Bound<'py, PyString>> {
         if buf.lone || buf.bytes.len() > Self::LONGEST {
             return buf.to_py(py);
         }
-        // FNV-1a
-        let hash = buf.bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        let index = usize::try_from(hash % (Self::SLOTS as u64)).unwrap_or(0);
+        if self.filled * 2 >= self.slots.len() && self.slots.len() < Self::SLOTS {
+            self.grow();
+        }
+        let index = Self::index(key_hash(&buf.bytes), self.slots.len());
         let Some(slot) = self.slots.get_mut(index) else {
             return buf.to_py(py);
         };
@@ -176,10 +207,18 @@ impl KeyCache {
             if **bytes == *buf.bytes {
                 return Ok(key.bind(py).clone());
             }
+            self.key_bytes -= bytes.len();
+        } else {
+            self.filled += 1;
         }
         let key = buf.to_py(py)?;
+        self.key_bytes += buf.bytes.len();
         *slot = Some((buf.bytes.clone().into_boxed_slice(), key.clone().unbind()));
         Ok(key)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Option<CachedKey>>() + self.key_bytes
     }
 }
 
@@ -224,6 +263,17 @@ struct Tree {
     string: TextBuf,
     open: Option<OpenString>,
     number: String,
+}
+
+impl Tree {
+    /// Heap bytes held by the builder itself (the Python objects it made aside).
+    fn heap_bytes(&self) -> usize {
+        self.frames.capacity() * std::mem::size_of::<Frame>()
+            + self.key.bytes.capacity()
+            + self.string.bytes.capacity()
+            + self.number.capacity()
+            + self.keys.heap_bytes()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -766,10 +816,11 @@ struct Inner {
     /// A high surrogate that ended the last fragment (a UTF-16 pair split between two
     /// fragments); it joins the text with its partner.
     high: Option<u16>,
-    /// What a push refused for a lone surrogate left out of `acc` (whose text is UTF-8): the
-    /// fragment from that surrogate on. `text` ends with it, so the text still ends with
-    /// the fragment that broke it, as for any other invalid character.
-    tail: Option<Py<PyString>>,
+    /// What pushes refused after a lone surrogate, left out of `acc` (whose text is UTF-8):
+    /// the fragment from that surrogate on, then every later fragment. `text` ends with
+    /// them, so the text is still every fragment joined, as after any other invalid
+    /// character.
+    tail: Vec<Py<PyString>>,
     view: PartialView,
 }
 
@@ -780,8 +831,8 @@ struct Inner {
 /// JSON raises :class:`InvalidJsonError` from the ``push`` that brings it (``offset`` is its
 /// byte offset in the UTF-8 encoding of ``text``, ``expected`` says what could have come
 /// there). That fragment is still kept in ``text``; after it the accumulator is broken: every
-/// further ``push``, ``value()`` and ``partial()`` raises the same error and nothing more is
-/// appended. The accepted language is that of ``json.loads``: RFC 8259 plus ``NaN``,
+/// further ``push``, ``value()`` and ``partial()`` raises the same error, and each further
+/// fragment is still appended to ``text`` (every fragment joined: nothing is lost). The accepted language is that of ``json.loads``: RFC 8259 plus ``NaN``,
 /// ``Infinity`` and ``-Infinity``, no raw control characters in strings, whitespace limited to
 /// space, tab, LF and CR, and at most 512 nested arrays and objects. Trailing whitespace after
 /// the value is fine; anything else after it is invalid.
@@ -923,23 +974,25 @@ impl JsonAccumulator {
             inner: Mutex::new(Inner {
                 acc: Accumulator::new(),
                 high: None,
-                tail: None,
+                tail: Vec::new(),
                 view: PartialView::default(),
             }),
         }
     }
 
     /// Append a fragment of the JSON text; raises ``InvalidJsonError`` at the first character
-    /// that can never be valid (and for every push after it).
+    /// that can never be valid (and for every push after it, whose text is still appended).
     fn push(&self, py: Python<'_>, fragment: &Bound<'_, PyString>) -> PyResult<()> {
         let mut inner = self.lock(py)?;
-        if inner.high.is_none() {
+        if inner.high.is_none() && inner.tail.is_empty() {
             if let Ok(text) = fragment.to_str() {
                 return inner.acc.push(text).map_err(|e| json_error(py, &e));
             }
         }
         if let Some(e) = inner.acc.error() {
-            return Err(json_error(py, e));
+            let e = json_error(py, e);
+            inner.tail.push(fragment.clone().unbind());
+            return Err(e);
         }
         let Decoded {
             text,
@@ -949,7 +1002,7 @@ impl JsonAccumulator {
         } = decode_surrogates(fragment, inner.high.take())?;
         if let Err(e) = inner.acc.push(&text) {
             if !rest.is_empty() {
-                inner.tail = Some(units_to_str(py, &rest)?.unbind());
+                inner.tail.push(units_to_str(py, &rest)?.unbind());
             }
             return Err(json_error(py, &e));
         }
@@ -972,7 +1025,7 @@ impl JsonAccumulator {
             (None, None) => return Ok(()),
         };
         inner.acc.poison(error.clone());
-        inner.tail = Some(units_to_str(py, &rest)?.unbind());
+        inner.tail.push(units_to_str(py, &rest)?.unbind());
         Err(json_error(py, &error))
     }
 
@@ -981,10 +1034,13 @@ impl JsonAccumulator {
     fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
         let inner = self.lock(py)?;
         let text = PyString::new(py, inner.acc.text());
-        match &inner.tail {
-            None => Ok(text),
-            Some(tail) => Ok(text.add(tail.bind(py))?.cast_into::<PyString>()?),
+        if inner.tail.is_empty() {
+            return Ok(text);
         }
+        let pieces = std::iter::once(text).chain(inner.tail.iter().map(|t| t.bind(py).clone()));
+        Ok(PyString::new(py, "")
+            .call_method1("join", (PyList::new(py, pieces)?,))?
+            .cast_into::<PyString>()?)
     }
 
     /// Whether the text is one complete JSON value (trailing whitespace allowed). A bare
@@ -1024,6 +1080,17 @@ impl JsonAccumulator {
                 .collect::<PyResult<Vec<_>>>()?,
         )?;
         PyTuple::new(py, [value, changes.into_any()])
+    }
+
+    /// The object and the memory it holds: what was pushed (and the partial view's state),
+    /// not a reservation made up front.
+    fn __sizeof__(&self, py: Python<'_>) -> PyResult<usize> {
+        let inner = self.lock(py)?;
+        Ok(std::mem::size_of::<Self>()
+            + inner.acc.heap_bytes()
+            + inner.tail.capacity() * std::mem::size_of::<Py<PyString>>()
+            + inner.view.scanner.heap_bytes()
+            + inner.view.tree.heap_bytes())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
