@@ -475,3 +475,126 @@ def test_a_message_that_does_not_name_its_provider_says_what_to_pass() -> None:
     with pytest.raises(ValueError, match=r"does not name its provider.*to_request\('openai'\)"):
         message.to_request()
     assert message.to_request("openai") == {"role": "assistant", "content": "x"}
+
+
+# -- across providers ----------------------------------------------------------------------------
+
+
+def _anthropic_turn() -> Message:
+    redacted = {"type": "redacted_thinking", "data": "EqkECkYI"}
+    search = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}
+    cited = {"type": "web_search_result_location", "cited_text": "c", "encrypted_index": "EnC"}
+    return fold(
+        [
+            *block(0, "reasoning", "Let me think."),
+            SignatureDelta(index=0, signature="anthropic-sig"),
+            *block(1, "reasoning", complete=True, data=redacted),
+            *block(2, "server_tool", "{}", id="srv_1", name="web_search", data=search),
+            BlockStart(index=3, kind="text"),
+            BlockDelta(index=3, kind="text", text="Sunny."),
+            CitationAdded(citation=Citation(0, 6, text="c", block=3, raw=cited)),
+            BlockEnd(index=3, kind="text"),
+            *call(4, "toolu_1", "get_weather", '{"city": "SF"}'),
+        ],
+        provider="anthropic",
+    )
+
+
+def _gemini_turn() -> Message:
+    code = {"executableCode": {"language": "PYTHON", "code": "1+1"}, "thoughtSignature": "g0"}
+    return fold(
+        [
+            *block(0, "reasoning", "**Thinking**"),
+            SignatureDelta(index=0, signature="gemini-sig"),
+            *block(1, "server_tool", complete=True, data=code),
+            *block(
+                2,
+                "tool_call",
+                name="get_weather",
+                complete=True,
+                arguments={"city": "SF"},
+                extra={"thoughtSignature": "gemini-call-sig"},
+            ),
+            *block(3, "text", "Sunny."),
+        ],
+        provider="gemini",
+    )
+
+
+def _responses_turn() -> Message:
+    final = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}
+    web = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    cited = {"type": "url_citation", "url": "https://e.com", "start_index": 0, "end_index": 1}
+    return fold(
+        [
+            BlockStart(index=0, kind="reasoning", extra={"item_id": "rs_1"}),
+            BlockDelta(index=0, kind="reasoning", text="Plan."),
+            SignatureDelta(index=0, signature="gAAAA"),
+            BlockEnd(index=0, kind="reasoning", data=final),
+            BlockStart(index=1, kind="server_tool", id="ws_1", name="web_search_call", data=web),
+            BlockEnd(index=1, kind="server_tool", data=web),
+            BlockStart(index=2, kind="text", extra={"item_id": "msg_1"}),
+            BlockDelta(index=2, kind="text", text="Sunny."),
+            CitationAdded(citation=Citation(0, 1, text="S", block=2, raw=cited)),
+            BlockEnd(index=2, kind="text"),
+            *call(3, "call_1", "get_weather", '{"city": "SF"}', extra={"item_id": "fc_1"}),
+        ],
+        provider="openai-responses",
+    )
+
+
+#: Texts only the provider that made them can read: signatures, encrypted reasoning, its
+#: payloads' and citations' own fields, its item ids.
+_OWN_SECRETS = {
+    "anthropic": ["anthropic-sig", "EqkECkYI", "srv_1", "EnC", "web_search_result_location"],
+    "gemini": ["gemini-sig", "gemini-call-sig", "executableCode", '"g0"'],
+    "openai-responses": ["gAAAA", "ws_1", "url_citation", "rs_1", "msg_1", "fc_1"],
+}
+_TURNS = {"anthropic": _anthropic_turn, "gemini": _gemini_turn, "openai-responses": _responses_turn}
+
+
+@pytest.mark.parametrize("source", sorted(_TURNS))
+@pytest.mark.parametrize("target", REQUEST_PROVIDERS)
+def test_signatures_and_payloads_go_only_to_their_own_provider(source: str, target: str) -> None:
+    # An Anthropic thinking signature sent as Gemini's thoughtSignature (or as Responses'
+    # encrypted_content) is refused, or worse, read as Gemini's own.
+    message = _TURNS[source]()
+    sent = json.dumps(message.to_request(target))
+    assert "Sunny." in sent  # the answer goes, to every provider
+    assert "get_weather" in sent or target in ("onecortex", "clouisle")
+    if target != source:  # (what goes back to the source itself: the test below)
+        assert [secret for secret in _OWN_SECRETS[source] if secret in sent] == []
+
+
+def test_each_provider_keeps_its_own_signatures() -> None:
+    anthropic = _anthropic_turn().to_request("anthropic")["content"]
+    assert anthropic[0] == {
+        "type": "thinking",
+        "thinking": "Let me think.",
+        "signature": "anthropic-sig",
+    }
+    assert anthropic[1] == {"type": "redacted_thinking", "data": "EqkECkYI"}
+    assert anthropic[3]["citations"][0]["encrypted_index"] == "EnC"
+    gemini = _gemini_turn().to_request("gemini")["parts"]
+    assert gemini[0]["thoughtSignature"] == "gemini-sig"
+    assert gemini[1]["thoughtSignature"] == "g0"
+    assert gemini[2]["thoughtSignature"] == "gemini-call-sig"
+    responses = _responses_turn().to_request("openai-responses")
+    assert responses[0]["encrypted_content"] == "gAAAA"
+    assert responses[2]["id"] == "msg_1"
+    assert responses[2]["content"][0]["annotations"][0]["type"] == "url_citation"
+
+
+def test_another_providers_reasoning_goes_as_what_the_target_takes() -> None:
+    # Anthropic refuses a thinking block without its signature: another provider's reasoning
+    # is left out there; Gemini takes a thought part with no signature.
+    assert [c["type"] for c in _gemini_turn().to_request("anthropic")["content"]] == [
+        "tool_use",
+        "text",
+    ]
+    parts = _anthropic_turn().to_request("gemini")["parts"]
+    assert parts[0] == {"text": "Let me think.", "thought": True}
+    assert [item["type"] for item in _anthropic_turn().to_request("openai-responses")] == [
+        "message",
+        "function_call",
+    ]

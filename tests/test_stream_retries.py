@@ -190,9 +190,9 @@ def test_retry_after_that_is_no_delay_seconds_is_ignored(
     # backoff applies (0.5 s, then 1 s), never three requests in a row with no wait.
     rid = _rid(request).replace("[", "-").replace("]", "")
     url = stream_server.url("/stream/onecortex", rid=rid, status=429, on="all", **{name: header})
-    with pytest.raises(sf.StreamError) as info:
-        with sf.stream("GET", url, provider="onecortex", initial_delay=0.5, max_delay=30) as s:
-            s.fold()
+    options: dict[str, Any] = {"provider": "onecortex", "initial_delay": 0.5, "max_delay": 30}
+    with pytest.raises(sf.StreamError) as info, sf.stream("GET", url, **options) as s:
+        s.fold()
     first, second = waits
     assert 0.5 <= first <= 0.5 * 1.25
     assert 1.0 <= second <= 1.0 * 1.25
@@ -209,9 +209,9 @@ def test_retry_after_reported_is_the_wait_made(
     # .retry_after reports is max_delay.
     rid = _rid(request).replace("[", "-").replace("]", "")[:40]
     url = stream_server.url("/stream/onecortex", rid=rid, status=429, on="all", retry_after=header)
-    with pytest.raises(sf.StreamError) as info:
-        with sf.stream("GET", url, provider="onecortex", max_delay=2.5) as s:
-            s.fold()
+    options: dict[str, Any] = {"provider": "onecortex", "max_delay": 2.5}
+    with pytest.raises(sf.StreamError) as info, sf.stream("GET", url, **options) as s:
+        s.fold()
     assert waits == [2.5, 2.5]
     assert info.value.retry_after == 2.5
     assert info.value.retry_after_header == header

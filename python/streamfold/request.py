@@ -5,6 +5,13 @@ One builder per provider, each following that provider's documented request shap
 each builder). What is not part of a provider's request shape is left out (Chat Completions
 takes no reasoning back; Cohere v1 no citations). A tool call whose arguments are not one
 complete valid value cannot be sent back as it is: that raises ``ValueError``.
+
+What a provider made for itself goes back to that provider only: reasoning signatures and
+encrypted reasoning (Anthropic ``signature`` and ``redacted_thinking``, Gemini
+``thoughtSignature``, Responses ``encrypted_content`` and reasoning items), and the payloads
+and citation objects kept as received. A message folded from another provider (``provider``)
+goes without them: another provider cannot verify them, and may refuse a foreign field. A
+message that names no provider (a ``Folder`` made without one) is taken as the target's own.
 """
 
 from __future__ import annotations
@@ -33,7 +40,19 @@ def to_request(message: Message, provider: str) -> Any:
         raise ValueError(
             f"no request shape for provider {provider!r}; pass one of: {names}"
         ) from None
-    return build(message)
+    return build(message, _is_own(message.provider, provider))
+
+
+#: Names of one wire format: a message folded as ``openai-chat`` is ``openai``'s own.
+_SAME_FORMAT = {"openai-chat": "openai"}
+
+
+def _is_own(source: str, target: str) -> bool:
+    """Whether a message folded from ``source`` goes back to its own provider as ``target``:
+    then the signatures and payloads only that provider reads go with it."""
+    if not source:
+        return True  # names no provider: the caller says whose it is
+    return _SAME_FORMAT.get(source, source) == _SAME_FORMAT.get(target, target)
 
 
 def _arguments(call: ToolCall) -> Any:
@@ -68,7 +87,7 @@ def _function_calls(message: Message, *, legacy: bool = True) -> list[dict[str, 
     ]
 
 
-def _openai(message: Message) -> dict[str, Any]:
+def _openai(message: Message, own: bool) -> dict[str, Any]:
     # Chat Completions assistant message: content (string or null when tool_calls are given),
     # refusal, tool_calls[{id, type: "function", function: {name, arguments: JSON text}}];
     # a call streamed in the deprecated ``delta.function_call`` form goes back as
@@ -100,7 +119,7 @@ def _openai(message: Message) -> dict[str, Any]:
     return out
 
 
-def _mistral(message: Message) -> dict[str, Any]:
+def _mistral(message: Message, own: bool) -> dict[str, Any]:
     # Mistral AssistantMessage: {role, content, tool_calls[{id, type, function{name,
     # arguments}}], prefix}; content may be "" beside tool_calls.
     # https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
@@ -124,7 +143,7 @@ def _mistral(message: Message) -> dict[str, Any]:
     return out
 
 
-def _cohere_v2(message: Message) -> dict[str, Any]:
+def _cohere_v2(message: Message, own: bool) -> dict[str, Any]:
     # Cohere v2 AssistantMessage: {role: "assistant", tool_calls, tool_plan, content,
     # citations}; the tool-use guide appends {role, tool_plan, tool_calls} after a tool turn.
     # https://docs.cohere.com/reference/chat (messages: AssistantMessage)
@@ -149,13 +168,15 @@ def _cohere_v2(message: Message) -> dict[str, Any]:
     # Each citation as citation-start delivered it ({start, end, text, sources, type?,
     # content_index?}: the Citation the request takes); one without that object (events
     # built by hand) has nothing the API would accept and is left out.
-    citations = [c.raw for c in message.citations if isinstance(c.raw, dict) and "start" in c.raw]
+    citations = [
+        c.raw for c in message.citations if own and isinstance(c.raw, dict) and "start" in c.raw
+    ]
     if citations:
         out["citations"] = citations
     return out
 
 
-def _cohere_v1(message: Message) -> dict[str, Any]:
+def _cohere_v1(message: Message, own: bool) -> dict[str, Any]:
     # Cohere v1 chat_history entry: {role: "CHATBOT", message, tool_calls[{name, parameters}]};
     # the tool outputs then go in the request's tool_results [{call, outputs}].
     # https://docs.cohere.com/v1/reference/chat (chat_history: ChatMessage / ToolCall)
@@ -189,29 +210,31 @@ def _raw_block(block: Block) -> dict[str, Any] | None:
     return data if _is_typed(data) else None
 
 
-def _anthropic(message: Message) -> dict[str, Any]:
+def _anthropic(message: Message, own: bool) -> dict[str, Any]:
     # Messages API assistant turn: content blocks in order; thinking blocks keep their
     # signature, redacted_thinking its data, tool_use {id, name, input}; empty text blocks
     # are rejected, so none is sent.
     # https://docs.anthropic.com/en/api/messages (content block params)
     # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks
+    # Another provider's reasoning is left out: the API verifies thinking by its signature,
+    # and refuses a thinking block without one.
     content: list[dict[str, Any]] = []
     for block in message.blocks:
         kind = block.kind
         item: dict[str, Any] | None
         if kind == "text":
-            item = _anthropic_text(block)
+            item = _anthropic_text(block, own)
         elif kind == "reasoning":
-            item = _anthropic_thinking(block)
+            item = _anthropic_thinking(block) if own else None
         elif kind == "tool_call" and block.tool_call is not None:
             call = block.tool_call
             item = {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
             # A call made by a server tool (programmatic tool calling) says so: ``caller``.
             item.update((k, v) for k, v in call.extra.items() if k in ("caller", "toolset_name"))
         elif kind == "server_tool":
-            item = _anthropic_server_tool(block)
+            item = _anthropic_server_tool(block) if own else None
         else:
-            item = _raw_block(block)
+            item = _raw_block(block) if own else None
         if item is not None:
             content.append(item)
     return {"role": "assistant", "content": content}
@@ -258,7 +281,7 @@ def _anthropic_citation(citation: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in citation.items() if key in fields}
 
 
-def _anthropic_text(block: Block) -> dict[str, Any] | None:
+def _anthropic_text(block: Block, own: bool) -> dict[str, Any] | None:
     """A text block with its citations: the web search ``encrypted_index`` (and a document
     citation's location) must go back for the next turn to keep them, so each citation object
     goes back as ``citations_delta`` delivered it, less the fields only a response has
@@ -266,7 +289,7 @@ def _anthropic_text(block: Block) -> dict[str, Any] | None:
     if not block.text:
         return None
     item: dict[str, Any] = {"type": "text", "text": block.text}
-    citations = _citation_objects(block)
+    citations = _citation_objects(block) if own else []
     if citations:
         item["citations"] = [_anthropic_citation(c) for c in citations]
     return item
@@ -307,7 +330,7 @@ def _item_id(block: Block) -> str | None:
     return None
 
 
-def _openai_responses(message: Message) -> list[dict[str, Any]]:
+def _openai_responses(message: Message, own: bool) -> list[dict[str, Any]]:
     # Responses API input items, as the output items were: reasoning {type, id, summary[
     # {type: "summary_text", text}], encrypted_content}, message {type, id, role, status,
     # phase?, content[{type: "output_text", text, annotations} | {type: "refusal", refusal}]}
@@ -320,8 +343,10 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
 
     for block in message.blocks:
         kind = block.kind
-        item_id = _item_id(block)
+        item_id = _item_id(block) if own else None  # another API's ids refer to nothing here
         if kind == "reasoning":
+            if not own:
+                continue  # another provider's reasoning: no item of this API to refer to
             final = block.data
             if isinstance(final, dict) and final.get("type") == "reasoning":
                 # The item as output_item.done gave it: summary parts, encrypted content.
@@ -338,7 +363,11 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
             items.append(current)
         elif kind in ("text", "refusal"):
             part: dict[str, Any] = (
-                {"type": "output_text", "text": block.text, "annotations": _citation_objects(block)}
+                {
+                    "type": "output_text",
+                    "text": block.text,
+                    "annotations": _citation_objects(block) if own else [],
+                }
                 if kind == "text"
                 else {"type": "refusal", "refusal": block.text}
             )
@@ -365,7 +394,7 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
                 item["id"] = item_id
             items.append(item)
             current = item
-        else:
+        elif own:
             raw = _raw_block(block)
             if raw is not None:
                 items.append(raw)
@@ -377,7 +406,7 @@ def _openai_responses(message: Message) -> list[dict[str, Any]]:
 _GEMINI_MEDIA = frozenset(("inlineData", "fileData"))
 
 
-def _gemini(message: Message) -> dict[str, Any]:
+def _gemini(message: Message, own: bool) -> dict[str, Any]:
     # Gemini Content {role: "model", parts}: text parts, thought parts {text, thought: true},
     # functionCall parts {functionCall: {name, args, id?}}, code execution and media
     # (inlineData, fileData) parts as received;
@@ -388,7 +417,7 @@ def _gemini(message: Message) -> dict[str, Any]:
     for block in message.blocks:
         kind = block.kind
         part: dict[str, Any]
-        signature = block.signature
+        signature = block.signature if own else None
         if kind in ("text", "reasoning"):
             if not block.text and signature is None:
                 continue
@@ -401,9 +430,15 @@ def _gemini(message: Message) -> dict[str, Any]:
             if call.id is not None:
                 function_call["id"] = call.id
             part = {"functionCall": function_call}
-            signature = signature or call.extra.get("thoughtSignature")
-        elif isinstance(block.data, dict) and (
-            kind == "server_tool" or (kind == "other" and _GEMINI_MEDIA.intersection(block.data))
+            if own:
+                signature = signature or call.extra.get("thoughtSignature")
+        elif (
+            own
+            and isinstance(block.data, dict)
+            and (
+                kind == "server_tool"
+                or (kind == "other" and _GEMINI_MEDIA.intersection(block.data))
+            )
         ):
             # executableCode / codeExecutionResult (server_tool), inlineData / fileData
             # (other): the part as received (its own thoughtSignature included), in its place
@@ -418,13 +453,13 @@ def _gemini(message: Message) -> dict[str, Any]:
     return {"role": "model", "parts": parts}
 
 
-def _plain(message: Message) -> dict[str, Any]:
+def _plain(message: Message, own: bool) -> dict[str, Any]:
     # Onecortex and Clouisle run the agent server-side and take a prompt, not a transcript;
     # for a caller that keeps its own history the turn is a plain {role, content}.
     return {"role": "assistant", "content": message.text}
 
 
-_BUILDERS: dict[str, Callable[[Message], Any]] = {
+_BUILDERS: dict[str, Callable[[Message, bool], Any]] = {
     "openai": _openai,
     "openai-chat": _openai,
     "mistral": _mistral,
