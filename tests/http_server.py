@@ -18,6 +18,9 @@ Endpoints (GET or POST):
 ``/generate``                 a generated stream: ``provider=openai|anthropic``, ``n=`` events
                               (text deltas), ``delta=`` the text of each
 ``/html``                     a 200 HTML page (a proxy's login page, say)
+``/ids``                      an Onecortex stream of text events ``t0 ``, ``t1 ``, … whose SSE
+                              ids are ``spec=``: one per event, ``-`` for none (``spec=1,-,3``:
+                              ``t1`` has no ``id:`` line), then ``done`` (id ``N+1``)
 
 Faults, as query parameters, applied to the connections whose number (0 for the first request
 of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` for every one;
@@ -47,8 +50,11 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
 
 Resumption: ``Last-Event-ID`` (by SSE id), ``after_sequence`` (Clouisle) and ``starting_after``
 (OpenAI Responses) are honoured, with ``replay=K`` events before the cursor sent again;
-``resume=0`` ignores them (the whole stream again). ``rid=`` names a logical stream: the server
-counts its connections and records when a client went away (:meth:`StreamServer.wait_disconnect`).
+``resume=0`` ignores them (the whole stream again); ``resume=next`` sends on from the first
+event after the cursor that has an ``id:`` line of its own (events without one skipped).
+``cuts=N0,N1,…``: close connection ``i`` after ``Ni`` body bytes (``-``: not cut), as ``cut``.
+``rid=`` names a logical stream: the server counts its connections and records when a client
+went away (:meth:`StreamServer.wait_disconnect`).
 
 For a load run (``benches/``)::
 
@@ -471,8 +477,25 @@ def _resume_index(request: web.Request, blocks: list[_Block]) -> int:
     if last_id:
         for i, block in enumerate(blocks):
             if block.event_id == last_id:
+                if request.query.get("resume") == "next":
+                    later = [j for j in range(i + 1, len(blocks)) if blocks[j].event_id]
+                    return later[0] if later else len(blocks)
                 return i + 1
     return 0
+
+
+def id_stream(spec: str) -> bytes:
+    """``/ids``: text events ``t0 ``, ``t1 ``, … with the SSE ids of ``spec``, then done
+    (with an id: a server resuming from the next id sends it)."""
+    ids = spec.split(",")
+    texts = [f"t{i} " for i in range(len(ids))]
+    out = [
+        _sse("text", {"v": 1, "type": "text", "delta": text}, event_id=None if i == "-" else i)
+        for i, text in zip(ids, texts, strict=True)
+    ]
+    done = {"v": 1, "type": "done", "result": "".join(texts), "sessionId": "s"}
+    out.append(_sse("done", done, event_id=str(len(ids) + 1)))
+    return "".join(out).encode()
 
 
 # -- the server -----------------------------------------------------------------------------
@@ -604,6 +627,9 @@ class StreamServer:
         )
         return await self._serve(request, body, SSE)
 
+    async def ids(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, id_stream(request.query["spec"]), SSE)
+
     async def html(self, request: web.Request) -> web.StreamResponse:
         self._attempt(request)
         return web.Response(
@@ -691,6 +717,9 @@ class StreamServer:
             joined = b"".join(pieces)
             pieces = [joined[i : i + size] for i in range(0, len(joined), size)]
         cut = _cut_offset(fault.get("cut"), b"".join(pieces))
+        cuts = q.get("cuts", "").split(",")
+        if attempt < len(cuts) and cuts[attempt] not in ("", "-"):
+            cut = int(cuts[attempt])
         end = int(fault["end"]) if "end" in fault else None
         stall = float(fault.get("stall", "0"))
         stall_at = int(fault.get("stall_at", "0"))
@@ -849,6 +878,7 @@ def start_server(*, record: bool = True) -> StreamServer:
             app.router.add_route(method, "/run/{name}/stream", server.run_stream)
             app.router.add_route(method, "/generate", server.generate)
             app.router.add_route(method, "/html", server.html)
+            app.router.add_route(method, "/ids", server.ids)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5, access_log=None)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -9,7 +9,10 @@ import re
 from typing import Any
 
 import anyio
+import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURES, requires_captures
@@ -19,6 +22,7 @@ from http_server import (
     Client,
     StreamServer,
     generated_stream,
+    id_stream,
     make_client,
     redis_ids,
     stream_server,
@@ -730,3 +734,75 @@ def test_stream_names_another_providers_stream(stream_server: StreamServer, rid:
         s.fold()
     assert "provider='anthropic' or 'auto' reads it" in str(info.value)
     assert info.value.partial is not None
+
+
+# -- events without an id of their own ------------------------------------------------------
+
+#: How a server answers ``Last-Event-ID``: ``resume=`` of http_server (``0``: the whole
+#: stream again; ``after``: what follows the event with that id; ``next``: from the next
+#: event with an ``id:`` line of its own).
+REPLAYS = ["0", "after", "next"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("replay", REPLAYS)
+async def test_an_event_without_an_id_is_not_duplicated_by_a_resume(
+    client: Client, stream_server: StreamServer, rid: str, replay: str
+) -> None:
+    # id: 1 t0, then t1 with no id, then a cut: Last-Event-ID: 1, and a server resuming
+    # after id 1 sends t1 again (which the fold returned twice: "t0 t1 t1 t2").
+    body = id_stream("1,-,3")
+    query = {"spec": "1,-,3", "rid": rid, "cuts": body.index(b"id: 3"), "resume": replay}
+    url = stream_server.url("/ids")
+    message = await client.fold_resumable(url, "onecortex", query, **FAST)
+    assert message.text == "t0 t1 t2 "
+    assert message.complete
+    assert [seen.headers.get("Last-Event-ID") for seen in stream_server.seen(rid)] == [None, "1"]
+
+
+@st.composite
+def _id_streams(draw: st.DrawFn) -> tuple[str, list[int]]:
+    """An id spec (some events without an id, at least one with) and the connections' cuts,
+    the first after the first event with an id (before it the stream cannot resume)."""
+    has_id = draw(st.lists(st.booleans(), min_size=1, max_size=10))
+    if not any(has_id):
+        has_id[draw(st.integers(0, len(has_id) - 1))] = True
+    spec = ",".join(str(i + 1) if h else "-" for i, h in enumerate(has_id))
+    body = id_stream(spec)
+    first_id = body.index(b"\n\n", body.index(b"id: ")) + 2
+    first = draw(st.integers(first_id, len(body) - 1))
+    later = draw(st.lists(st.integers(0, len(body) - 1), max_size=3))
+    return spec, [first, *later]
+
+
+_resumes = iter(range(10**9))
+
+
+@settings(max_examples=60)
+@given(stream=_id_streams(), replay=st.sampled_from(REPLAYS))
+def test_resume_with_events_without_ids_neither_duplicates_nor_loses(
+    stream_server: StreamServer, stream: tuple[str, list[int]], replay: str
+) -> None:
+    spec, cuts = stream
+    ids = spec.split(",")
+    query = {
+        "spec": spec,
+        "rid": f"ids-{next(_resumes)}",
+        "cuts": ",".join(map(str, cuts)),
+        "resume": replay,
+    }
+    with httpx.Client() as client:
+
+        def connect(cursor: sf.Cursor) -> Any:
+            url = stream_server.url("/ids", **query)
+            return client.stream("GET", url, headers=cursor.headers)
+
+        message = sf.fold_resumable(connect, provider="onecortex", initial_delay=0.005)
+    assert message.complete
+    tokens = [int(token[1:]) for token in message.text.split()]
+    assert tokens == sorted(set(tokens))  # in order, none twice
+    if replay == "next":
+        # The server skips what follows the cursor up to its next id: only those may miss.
+        assert {i for i, event_id in enumerate(ids) if event_id != "-"} <= set(tokens)
+    else:
+        assert tokens == list(range(len(ids)))

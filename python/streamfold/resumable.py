@@ -110,6 +110,9 @@ _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 _MAX_DOUBLINGS = 64
 #: SSE ids remembered to recognise replays whose id does not compare with the cursor's.
 _IDS_KEPT = 1024
+#: Fingerprints kept of the frames without an ``id:`` of their own, after the last id (and
+#: before the first): past them, replays of such frames are recognised by their count alone.
+_FINGERPRINTS_KEPT = 1024
 #: A run of digits longer than this is a hash, not a counter.
 _MAX_ID_DIGITS = 30
 _DIGIT_RUN = re.compile(r"[0-9]+")
@@ -183,6 +186,33 @@ def _id_key(value: str) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
     return tuple(_DIGIT_RUN.split(value)), tuple(int(run) for run in numbers)
 
 
+def _fingerprint(frame: Any) -> int:
+    return hash((frame.event, frame.data)) if isinstance(frame, ServerSentEvent) else 0
+
+
+@dataclass
+class _Run:
+    """A run of frames without an ``id:`` of their own: how many, and the fingerprints of the
+    first ``_FINGERPRINTS_KEPT`` (bounded memory, however long the run)."""
+
+    count: int = 0
+    marks: list[int] = field(default_factory=list)
+
+    def add(self, frame: Any) -> None:
+        self.count += 1
+        if len(self.marks) < _FINGERPRINTS_KEPT:
+            self.marks.append(_fingerprint(frame))
+
+    def matches(self, at: int, mark: int) -> bool:
+        """Whether a frame with fingerprint ``mark`` can be this run's frame number ``at``."""
+        if at >= self.count:
+            return False
+        return at >= len(self.marks) or self.marks[at] == mark
+
+    def copy(self) -> _Run:
+        return _Run(self.count, list(self.marks))
+
+
 @dataclass
 class _Ending:
     """What to do after a connection ended: yield ``events``, then raise or wait and retry."""
@@ -224,6 +254,13 @@ class _Resumer:
         self.id_frames = 0
         #: The last ids processed, for replays whose id does not compare with the cursor's.
         self.seen_ids: deque[str] = deque(maxlen=_IDS_KEPT)
+        #: The frames processed after the one that brought ``last_event_id`` (frames with no
+        #: ``id:`` of their own): how many, and the fingerprints of the first of them. A
+        #: server resuming after that id sends exactly these again first.
+        self.after_id: _Run = _Run()
+        #: The same for the frames before the stream's first id: a server that ignores
+        #: ``Last-Event-ID`` sends them again first.
+        self.before_id: _Run = _Run()
         self.retry_ms: int | None = None
         self.bytes_seen = 0
         #: Frames received over all connections (replays dropped), for error messages.
@@ -240,6 +277,15 @@ class _Resumer:
         self.replay_same_id_dropped = 0
         self.replay_seen: frozenset[str] = frozenset()
         self.sequence_key: str | None = None
+        # The frames without an id at the start of a reconnection: ``lead`` seen so far, and
+        # whether they may still be the ones after the cursor's id (the server resumed after
+        # it) or those before the first id (it sent the whole stream again). ``lead_over``:
+        # a frame with an id has come.
+        self.lead = 0
+        self.lead_after = False
+        self.lead_before = False
+        self.lead_over = False
+        self.replay_after: _Run = self.after_id
 
     @property
     def name(self) -> str:
@@ -291,6 +337,10 @@ class _Resumer:
         self.replay_id_frames = self.id_frames
         self.replay_same_id_dropped = 0
         self.replay_seen = frozenset(self.seen_ids)
+        self.replay_after = self.after_id.copy()
+        self.lead = 0
+        self.lead_after = self.lead_before = True
+        self.lead_over = False
         params = _SEQUENCE_PARAMS.get(self.name)
         self.sequence_key = params[1] if params is not None else None
         self.pipeline = Pipeline(
@@ -323,7 +373,12 @@ class _Resumer:
             sequence = self._frame_sequence(frame)
             if sequence is not None:
                 return sequence <= self.replay_sequence
-        if not frame_id or not self.replay_id:
+        if not frame_id:
+            if not self.replay_id or self.lead_over:
+                return None
+            return self._is_lead_replay(frame)
+        self.lead_over = True
+        if not self.replay_id:
             return None
         if frame_id == self.replay_id:
             if self.replay_same_id_dropped < self.replay_id_frames:
@@ -338,6 +393,19 @@ class _Resumer:
             return theirs[1] < mine[1]
         return False
 
+    def _is_lead_replay(self, frame: Any) -> bool:
+        """Whether a frame without an id, before any frame with one on this reconnection, was
+        processed already: it is the next of the frames after the cursor's id (a server
+        resuming after it), or of those before the first id (a server sending everything
+        again), matched by count and, for the first of them, by content. False once it is
+        neither: a server resuming from the next event with an id sends none of them."""
+        at = self.lead
+        self.lead += 1
+        mark = _fingerprint(frame)
+        self.lead_after = self.lead_after and self.replay_after.matches(at, mark)
+        self.lead_before = self.lead_before and self.before_id.matches(at, mark)
+        return self.lead_after or self.lead_before
+
     def _keep(self, frame: Any) -> bool:
         frame_id = frame.id if isinstance(frame, ServerSentEvent) else ""
         if self.replaying:
@@ -346,13 +414,18 @@ class _Resumer:
                 return False
             if replay is False:
                 self.replaying = False
-        if frame_id:
-            if frame_id == self.last_event_id:
-                self.id_frames += 1
-            else:
-                self.last_event_id = frame_id
-                self.id_frames = 1
-                self.seen_ids.append(frame_id)
+        if frame_id and frame_id != self.last_event_id:
+            self.last_event_id = frame_id
+            self.id_frames = 1
+            self.seen_ids.append(frame_id)
+            self.after_id = _Run()
+        elif frame_id or self.last_event_id:
+            # The id again, or none on a reconnection (its decoder is new): the frame comes
+            # after the one that brought the stream's last id.
+            self.id_frames += 1
+            self.after_id.add(frame)
+        elif isinstance(frame, ServerSentEvent):
+            self.before_id.add(frame)
         self.progress = True
         self.frames += 1
         return True
@@ -384,6 +457,7 @@ class _Resumer:
                 self.last_event_id = last
                 self.id_frames = 0
                 self.seen_ids.append(last)
+                self.after_id = _Run()
 
     def feed(self, chunk: bytes) -> list[Event]:
         assert self.pipeline is not None
