@@ -806,3 +806,21 @@ def test_resume_with_events_without_ids_neither_duplicates_nor_loses(
         assert {i for i, event_id in enumerate(ids) if event_id != "-"} <= set(tokens)
     else:
         assert tokens == list(range(len(ids)))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("event_id", ["a\x0bb", "\x01", "7\x7f", "x\x1b[2J"])
+async def test_an_id_no_header_can_carry_ends_the_stream_at_once(
+    client: Client, stream_server: StreamServer, rid: str, event_id: str
+) -> None:
+    # aiohttp raised its plain ValueError building the reconnection, losing the partial;
+    # httpx made five reconnection attempts that never sent a request.
+    spec = f"{event_id},-,3"
+    body = id_stream(spec)
+    query = {"spec": spec, "rid": rid, "cuts": body.index(b"id: 3")}
+    with pytest.raises(sf.ConnectionLostError) as info:
+        await client.fold_resumable(stream_server.url("/ids"), "onecortex", query, **FAST)
+    assert "control character" in str(info.value)
+    assert repr(event_id) in str(info.value)
+    assert info.value.partial is not None and info.value.partial.text == "t0 t1 "
+    assert len(stream_server.seen(rid)) == 1  # never requested again

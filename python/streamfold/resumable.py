@@ -116,6 +116,8 @@ _FINGERPRINTS_KEPT = 1024
 #: A run of digits longer than this is a hash, not a counter.
 _MAX_ID_DIGITS = 30
 _DIGIT_RUN = re.compile(r"[0-9]+")
+#: What no header value may hold (an SSE id has no CR, LF or NUL already).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 #: Up to this share of a computed backoff is added at random.
 _JITTER = 0.25
 
@@ -154,7 +156,14 @@ class Cursor:
     @property
     def can_resume(self) -> bool:
         """The stream told us where it stands: a reconnection can ask for the rest only."""
-        return bool(self.last_event_id) or self.sequence is not None
+        return _sendable_id(self.last_event_id) or self.sequence is not None
+
+
+def _sendable_id(event_id: str) -> bool:
+    """Whether ``event_id`` can go in a ``Last-Event-ID`` header: not empty, and no control
+    character (RFC 9110 section 5.5 allows none but HTAB; clients refuse them, or never send
+    the request)."""
+    return bool(event_id) and not _CONTROL.search(event_id)
 
 
 def _make_cursor(
@@ -166,7 +175,7 @@ def _make_cursor(
 ) -> Cursor:
     """``param``: the provider's resume parameter for this stream when it is not the usual
     one (``Provider.resume_param``: Clouisle workflow streams take ``from_sequence``)."""
-    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    headers = {"Last-Event-ID": last_event_id} if _sendable_id(last_event_id) else {}
     params: dict[str, int] = {}
     if sequence is not None and provider in _SEQUENCE_PARAMS:
         params[param or _SEQUENCE_PARAMS[provider][0]] = sequence
@@ -507,6 +516,13 @@ class _Resumer:
                 _how_it_ended(error)
             ) + " before the terminal event and the stream cannot be resumed (it sent no SSE id"
             why += " and no sequence number); it was not requested again"
+            if cursor.last_event_id:
+                why = (
+                    f"{_how_it_ended(error)} before the terminal event and the stream cannot "
+                    f"be resumed: its last SSE id {cursor.last_event_id!r} holds a control "
+                    "character, which no Last-Event-ID header can carry (and it sent no "
+                    "sequence number); it was not requested again"
+                )
             return self._finish(events, self._give_up(why + hint, error))
         if self.failures >= self.max_reconnects:
             why = f"gave up after {self.failures} reconnections without a new event"
