@@ -18,6 +18,7 @@ Endpoints (GET or POST):
 ``/generate``                 a generated stream: ``provider=openai|anthropic``, ``n=`` events
                               (text deltas), ``delta=`` the text of each
 ``/html``                     a 200 HTML page (a proxy's login page, say)
+``/redirect``                 a 307 to ``to=`` (``status=``: another redirect status)
 ``/ids``                      an Onecortex stream of text events ``t0 ``, ``t1 ``, … whose SSE
                               ids are ``spec=``: one per event, ``-`` for none (``spec=1,-,3``:
                               ``t1`` has no ``id:`` line), then ``done`` (id ``N+1``)
@@ -630,6 +631,12 @@ class StreamServer:
     async def ids(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, id_stream(request.query["spec"]), SSE)
 
+    async def redirect(self, request: web.Request) -> web.StreamResponse:
+        """``/redirect?to=URL``: a 307 to URL (``status=`` another redirect status)."""
+        self._attempt(request)
+        status = int(request.query.get("status", "307"))
+        return web.Response(status=status, headers={"Location": request.query["to"]})
+
     async def html(self, request: web.Request) -> web.StreamResponse:
         self._attempt(request)
         return web.Response(
@@ -879,6 +886,7 @@ def start_server(*, record: bool = True) -> StreamServer:
             app.router.add_route(method, "/generate", server.generate)
             app.router.add_route(method, "/html", server.html)
             app.router.add_route(method, "/ids", server.ids)
+            app.router.add_route(method, "/redirect", server.redirect)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5, access_log=None)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

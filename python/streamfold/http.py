@@ -833,6 +833,104 @@ def _with_stream_headers(request_kwargs: dict[str, Any], provider: str) -> dict[
     return {**request_kwargs, "headers": [*pairs, *missing]}
 
 
+# -- redirects: credentials stay with the origin they were given for --------------------------
+
+#: Header names that carry a credential: ``Authorization`` and ``Proxy-Authorization``,
+#: ``Cookie``, the providers' key headers (``x-api-key``, ``api-key``, ``x-goog-api-key``) and
+#: any other named like one (``X-Auth-Token``, ``X-Secret``, ``api_key``...).
+_CREDENTIAL_HEADER = re.compile(
+    r"auth|api[-_]?key|token|secret|password|credential|cookie|session", re.IGNORECASE
+)
+#: The request arguments of ``client.stream`` that ``client.build_request`` does not take.
+_SEND_ONLY = ("auth", "follow_redirects")
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port)
+
+
+def _follows(client: Any, kwargs: dict[str, Any]) -> bool:
+    follow = kwargs.get("follow_redirects", getattr(client, "follow_redirects", False))
+    return bool(follow) and hasattr(client, "send") and hasattr(client, "build_request")
+
+
+def _first_request(client: Any, method: str, url: Any, kwargs: dict[str, Any]) -> Any:
+    built = {k: v for k, v in kwargs.items() if k not in _SEND_ONLY}
+    return client.build_request(method, url, **built)
+
+
+def _next_hop(response: Any, origin: tuple[str, str, int | None], hops: int, client: Any) -> Any:
+    """The request a redirect ``response`` asks for (None: it is no redirect), with every
+    credential header dropped once it leaves ``origin``: httpx drops ``Authorization`` alone,
+    and sent ``x-api-key`` (Anthropic's key), ``api-key`` (Azure) and ``x-goog-api-key``
+    (Gemini) on to whatever host the redirect named."""
+    request = response.next_request
+    if request is None:
+        return None
+    if hops >= getattr(client, "max_redirects", 20):
+        raise _client_module(client).TooManyRedirects(
+            "Exceeded maximum allowed redirects.", request=request
+        )
+    if _origin(request.url) != origin:
+        for name in [name for name in request.headers if _CREDENTIAL_HEADER.search(name)]:
+            del request.headers[name]
+    return request
+
+
+@contextlib.contextmanager
+def _open_stream(client: Any, method: str, url: Any, kwargs: dict[str, Any]) -> Generator[Any]:
+    """``client.stream(method, url, **kwargs)``, following redirects (when the client or
+    ``kwargs`` say so) without sending a credential header to another origin."""
+    if not _follows(client, kwargs):
+        with client.stream(method, url, **kwargs) as response:
+            yield response
+        return
+    request = _first_request(client, method, url, kwargs)
+    origin = _origin(request.url)
+    auth = kwargs.get("auth", getattr(client, "auth", None))
+    response = client.send(request, stream=True, auth=auth, follow_redirects=False)
+    try:
+        hops = 0
+        while (request := _next_hop(response, origin, hops, client)) is not None:
+            response.close()
+            hops += 1
+            # Auth (``auth=``) is the origin's too: not sent to another one.
+            same = _origin(request.url) == origin
+            response = client.send(
+                request, stream=True, auth=auth if same else None, follow_redirects=False
+            )
+        yield response
+    finally:
+        response.close()
+
+
+@contextlib.asynccontextmanager
+async def _aopen_stream(
+    client: Any, method: str, url: Any, kwargs: dict[str, Any]
+) -> AsyncGenerator[Any]:
+    """:func:`_open_stream` for an async client."""
+    if not _follows(client, kwargs):
+        async with client.stream(method, url, **kwargs) as response:
+            yield response
+        return
+    request = _first_request(client, method, url, kwargs)
+    origin = _origin(request.url)
+    auth = kwargs.get("auth", getattr(client, "auth", None))
+    response = await client.send(request, stream=True, auth=auth, follow_redirects=False)
+    try:
+        hops = 0
+        while (request := _next_hop(response, origin, hops, client)) is not None:
+            await response.aclose()
+            hops += 1
+            same = _origin(request.url) == origin
+            response = await client.send(
+                request, stream=True, auth=auth if same else None, follow_redirects=False
+            )
+        yield response
+    finally:
+        await response.aclose()
+
+
 class _StreamBase:
     """What the sync and async streams share: options, the fold, the response."""
 
@@ -1128,7 +1226,7 @@ class EventStream(_StreamBase):
             try:
                 with contextlib.ExitStack() as attempt:
                     response = attempt.enter_context(
-                        client.stream(self.method, self.url, **self._timed(client, kwargs))
+                        _open_stream(client, self.method, self.url, self._timed(client, kwargs))
                     )
                     check_response(response, self.provider)
                     # The stream: closed with the stream, not when this attempt ends.
@@ -1152,7 +1250,7 @@ class EventStream(_StreamBase):
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor, self._client)
         assert self._client is not None
         return self._tracked(
-            self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
+            _open_stream(self._client, self.method, self.url, self._timed(self._client, kwargs))
         )
 
     @contextlib.contextmanager
@@ -1323,7 +1421,7 @@ class AsyncEventStream(_StreamBase):
             try:
                 async with contextlib.AsyncExitStack() as attempt:
                     opened: httpx.Response = await attempt.enter_async_context(
-                        client.stream(self.method, self.url, **self._timed(client, kwargs))
+                        _aopen_stream(client, self.method, self.url, self._timed(client, kwargs))
                     )
                     response = opened
                     await acheck_response(opened, self.provider)
@@ -1345,7 +1443,7 @@ class AsyncEventStream(_StreamBase):
         kwargs = _merge_cursor(self.url, self._request_kwargs, cursor, self._client)
         assert self._client is not None
         return self._tracked(
-            self._client.stream(self.method, self.url, **self._timed(self._client, kwargs))
+            _aopen_stream(self._client, self.method, self.url, self._timed(self._client, kwargs))
         )
 
     @contextlib.asynccontextmanager
