@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import ProtocolError, StreamfoldError
 from .events import Event
-from .folder import Folder
+from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .providers import Provider
@@ -38,15 +38,17 @@ def fold(
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> Message:
     """Fold a whole stream into its final message.
 
     ``chunks`` is any iterable of bytes (a list, a file, ``httpx.Response.iter_bytes()``) or a
     response object of a supported HTTP client. Returns choice 0; every choice is in
-    ``.choices``.
+    ``.choices``. ``max_message_bytes`` caps what the fold keeps (see :class:`Folder`; 256 MiB
+    by default): past it, :class:`ProtocolError` with the partial message.
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
-    folder = Folder(pipeline.provider.name, strict=strict)
+    folder = Folder(pipeline.provider.name, strict=strict, max_message_bytes=max_message_bytes)
     run = _Runner(folder, pipeline)
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
@@ -78,10 +80,11 @@ async def afold(
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> Message:
     """Async twin of :func:`fold` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
-    folder = Folder(pipeline.provider.name, strict=strict)
+    folder = Folder(pipeline.provider.name, strict=strict, max_message_bytes=max_message_bytes)
     run = _Runner(folder, pipeline)
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:

@@ -509,6 +509,12 @@ class _RunView:
         self.metadata: dict[str, Any] = dict(folder._metadata)
 
 
+def check_max_message_bytes(value: object) -> None:
+    """``max_message_bytes`` is an int above 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"max_message_bytes must be an int > 0, got {value!r}")
+
+
 def _copy_step(step: Step) -> Step:
     return replace(step, children=[_copy_step(c) for c in step.children])
 
@@ -518,6 +524,12 @@ _JOINED_KINDS = frozenset({"text", "reasoning", "tool_plan", "refusal"})
 #: How many levels of nested steps a message keeps (``Step.depth`` below it): a step opened
 #: deeper is kept beside its parent at the last level, with a warning.
 MAX_STEP_DEPTH = 64
+
+
+#: The most a fold keeps by default (``max_message_bytes``): characters of its blocks' text
+#: and tool-call arguments. No real answer comes near it; a stream past it is a runaway
+#: upstream or an attack, whose memory would otherwise grow without limit.
+DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 
 class Folder:
@@ -535,6 +547,10 @@ class Folder:
     Several choices (OpenAI ``n>1``, Gemini candidates) fold into one message each:
     :meth:`result` and :meth:`snapshot` return choice 0 and list every choice in
     ``.choices``; :meth:`results` returns the list.
+
+    ``max_message_bytes`` caps what the fold keeps: once the text and tool-call arguments of
+    its blocks (every choice's, counted in characters: bytes for ASCII) pass it, the event that
+    brings them raises :class:`ProtocolError` with the partial message.
     """
 
     __slots__ = (
@@ -547,6 +563,7 @@ class Folder:
         "_notices",
         "_pending",
         "_queries",
+        "_room",
         "_run_changed",
         "_run_seen",
         "_run_terminal",
@@ -560,6 +577,7 @@ class Folder:
         "_tool_results",
         "_usage",
         "_warnings",
+        "max_message_bytes",
         "provider",
         "strict",
     )
@@ -567,11 +585,21 @@ class Folder:
     #: Event class -> handler (the function, called with the folder): one table per class.
     _handlers: ClassVar[dict[type, Callable[[Any, Any], None]]]
 
-    def __init__(self, provider: str = "", *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        provider: str = "",
+        *,
+        strict: bool = False,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
         if provider:
             check_provider_name(provider)
+        check_max_message_bytes(max_message_bytes)
         self.provider = provider
         self.strict = strict
+        self.max_message_bytes = max_message_bytes
+        #: What may still be kept (``max_message_bytes`` less the text and arguments so far).
+        self._room = max_message_bytes
         self._choices: dict[int, _Choice] = {}
         #: Blocks changed since the last snapshot.
         self._dirty: list[_Block] = []
@@ -674,12 +702,31 @@ class Folder:
                 raise exc
             b.push = call.reject(fragment, exc)
 
-        return b.push, refused
+        push = b.push
+
+        def bounded(fragment: str) -> None:
+            self._room -= len(fragment)
+            if self._room < 0:
+                self._too_large(None)
+            push(fragment)
+
+        return bounded, refused
 
     def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
-        """``text_pieces(choice, index).append``, or ``None``."""
+        """``text_pieces(choice, index).append`` (counted against ``max_message_bytes``), or
+        ``None``."""
         pieces = self.text_pieces(choice, index)
-        return None if pieces is None else pieces.append
+        if pieces is None:
+            return None
+        append = pieces.append
+
+        def push(text: str) -> None:
+            self._room -= len(text)
+            if self._room < 0:
+                self._too_large(None)
+            append(text)
+
+        return push
 
     @property
     def dispatch(self) -> dict[type, Callable[[Any], None]]:
@@ -914,6 +961,21 @@ class Folder:
             c = self._choices[index] = _Choice(index)
         return c
 
+    def _too_large(self, event: Event | None) -> None:
+        """The message passed ``max_message_bytes``: the fold stops there."""
+        cap = self.max_message_bytes
+        raise ProtocolError(
+            f"{self.provider or 'fold'}: the message passed max_message_bytes ({cap}): its "
+            f"blocks' text and tool-call arguments are over {cap} characters, which no real "
+            "answer reaches; the fold stopped there (pass a larger max_message_bytes= to "
+            "keep more)",
+            provider=self.provider or None,
+            event=event.type if event is not None else None,
+            limit=cap,
+            raw=event.raw if event is not None else None,
+            partial=self.partial(),
+        )
+
     def _violation(self, message: str, event: Event) -> None:
         text = f"{self.provider or 'fold'}: {message} (event {event.type!r})"
         if self.strict:
@@ -979,6 +1041,10 @@ class Folder:
                 return
             self._violation(f"block {ev.index} of choice {ev.choice} started twice", ev)
             return
+        if ev.text:
+            self._room -= len(ev.text)
+            if self._room < 0:
+                self._too_large(ev)
         kind = ev.kind
         b = self._open(ev.choice, ev.index, kind)
         b.data = ev.data
@@ -1037,6 +1103,9 @@ class Folder:
                 self._make_call(b, ev)
         if ev.logprobs is not None:
             _add_logprobs(b, ev.logprobs)
+        self._room -= len(ev.text)
+        if self._room < 0:
+            self._too_large(ev)
         try:
             b.push(ev.text)
         except InvalidJsonError as exc:

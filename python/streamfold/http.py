@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from ._transport import connection_lost, is_transport_error
 from .errors import IdleTimeoutError, ProtocolError, StreamError, StreamfoldError
 from .events import BlockDelta, BlockStart
+from .folder import DEFAULT_MAX_MESSAGE_BYTES, check_max_message_bytes
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 
 if TYPE_CHECKING:
@@ -949,6 +950,7 @@ class _StreamBase:
         initial_delay: float,
         max_delay: float,
         max_retries: int,
+        max_message_bytes: int,
         request_kwargs: dict[str, Any],
     ) -> None:
         from .providers import check_provider_name
@@ -966,6 +968,8 @@ class _StreamBase:
             ) from exc
         check_provider_name(provider)
         check_max_event_bytes(max_event_bytes)
+        check_max_message_bytes(max_message_bytes)
+        self._max_message_bytes = max_message_bytes
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         self._max_retries = max_retries
@@ -1126,7 +1130,9 @@ class _StreamBase:
         if self._folder is None:
             from .folder import Folder
 
-            self._folder = Folder(self.provider, strict=self._strict)
+            self._folder = Folder(
+                self.provider, strict=self._strict, max_message_bytes=self._max_message_bytes
+            )
         return self._folder
 
     def _add(self, event: Event) -> None:
@@ -1629,6 +1635,7 @@ def stream(
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
     max_retries: int = 2,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     **request_kwargs: Any,
 ) -> EventStream:
     """Make a streamed request with httpx and read it as events or a folded message.
@@ -1659,6 +1666,10 @@ def stream(
     decides. Timeouts are not retried. The error finally raised is the last attempt's, its
     ``attempts`` the number of requests made. Once the stream answered, nothing is sent again
     except by ``resume=True``.
+
+    ``max_message_bytes`` caps what the stream's fold keeps (``fold()``, ``snapshot()``; see
+    :class:`streamfold.Folder`, 256 MiB by default): past it, ``ProtocolError`` with the
+    partial message.
     """
     return EventStream(
         method,
@@ -1673,6 +1684,7 @@ def stream(
         initial_delay=initial_delay,
         max_delay=max_delay,
         max_retries=max_retries,
+        max_message_bytes=max_message_bytes,
         request_kwargs=request_kwargs,
     )
 
@@ -1691,6 +1703,7 @@ def astream(
     initial_delay: float = 0.5,
     max_delay: float = 30.0,
     max_retries: int = 2,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     **request_kwargs: Any,
 ) -> AsyncEventStream:
     """Async twin of :func:`stream` with ``httpx.AsyncClient`` (asyncio and trio)."""
@@ -1707,5 +1720,6 @@ def astream(
         initial_delay=initial_delay,
         max_delay=max_delay,
         max_retries=max_retries,
+        max_message_bytes=max_message_bytes,
         request_kwargs=request_kwargs,
     )

@@ -80,7 +80,7 @@ from .errors import (
     StreamfoldError,
 )
 from .events import Event, Notice
-from .folder import Folder
+from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .http import _HTTPX_MODULES, _httpx_module, is_response, retry_after_wait
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline, check_max_event_bytes
 from .providers import Provider, get_provider
@@ -829,13 +829,15 @@ def fold_resumable(
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
     catch_up: object = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> Message:
     """The folded message of a resumable stream (options as :func:`events_resumable`).
 
     Errors carry ``.partial``, the message folded so far: ``IncompleteStreamError`` when the
-    stream could not be completed, ``StreamError`` for a provider error.
+    stream could not be completed, ``StreamError`` for a provider error, ``ProtocolError``
+    past ``max_message_bytes`` (what the fold keeps; see :class:`Folder`).
     """
-    folder = Folder(provider, strict=strict)
+    folder = Folder(provider, strict=strict, max_message_bytes=max_message_bytes)
     events = events_resumable(
         connect,
         provider,
@@ -1075,9 +1077,10 @@ async def afold_resumable(
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
     catch_up: object = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> Message:
     """Async twin of :func:`fold_resumable`."""
-    folder = Folder(provider, strict=strict)
+    folder = Folder(provider, strict=strict, max_message_bytes=max_message_bytes)
     events = aevents_resumable(
         connect,
         provider,
