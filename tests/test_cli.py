@@ -707,3 +707,115 @@ def test_demo_exit_codes_are_documented_and_kept(
     monkeypatch.setattr(cli_demo, "EXAMPLES", (BY_FILE["openai_parallel_tools.sse"], wrong))
     assert main(["demo", "--color", "never"]) == 1
     assert capsys.readouterr().out.endswith("not as expected: mistral_text.sse\n")
+
+
+# -- hostile input ---------------------------------------------------------------------------
+
+
+def _chat(delta: dict[str, Any], finish: str | None = None, **top: Any) -> bytes:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "m", **top}
+    chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def _chat_stream(**top: Any) -> bytes:
+    return _chat({"content": "hi"}, **top) + _chat({}, "stop") + b"data: [DONE]\n\n"
+
+
+def _recording(*records: bytes) -> bytes:
+    return b'{"streamfold_recording": 1, "source": "stdin"}\n' + b"".join(records)
+
+
+#: Input a hostile upstream (or a doctored file) can send, and the provider to read it as.
+HOSTILE: dict[str, tuple[bytes, str]] = {
+    "message id an object": (_chat_stream(id={"x": 1}), "auto"),
+    "message id a list": (_chat_stream(id=[1]), "auto"),
+    "message id a number": (_chat_stream(id=5), "auto"),
+    "model a float": (_chat_stream(model=1.5), "auto"),
+    "cohere v1 event_type an object": (
+        b'{"event_type": {"a": 1}, "is_finished": false}\n'
+        b'{"event_type": "stream-start", "generation_id": "g", "is_finished": false}\n',
+        "cohere-v1",
+    ),
+    "recording with a huge integer time": (
+        _recording(b'{"t": ' + b"9" * 400 + b', "b64": ""}\n'),
+        "auto",
+    ),
+    "recording with 100,000 nested brackets": (_recording(b"[" * 100_000 + b"\n"), "auto"),
+    "recording header with 100,000 nested brackets": (
+        b'{"streamfold_recording": ' + b"[" * 100_000 + b"\n",
+        "auto",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_hostile_input_never_exits_as_an_internal_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, mode: str
+) -> None:
+    # Each of these exited 70, "internal error, please report it".
+    from streamfold.cli import main
+
+    data, provider = HOSTILE[name]
+    path = tmp_path / "input"
+    path.write_bytes(data)
+    extra = ["--json"] if mode == "json" else ["--color", "never"]
+    code = main(["inspect", str(path), "--provider", provider, *extra])
+    out, err = capsys.readouterr()
+    assert "internal error" not in err
+    assert code in (0, 2, 3, 4), (code, err)
+    if code:
+        assert err.startswith("streamfold: ")  # a message says what is wrong
+    else:
+        assert out
+
+
+#: Terminal control sequences a stream can carry: a window title, a cleared screen, colours
+#: and hidden text, a bell, DEL, a C1 CSI, a right-to-left override.
+ATTACKS = ["\x1b]0;pwned\x07", "\x1b[2J", "\x1b[8m", "\x1b[31m", "\x07", "\x7f", "\x9b", "\u202e"]
+#: Where each goes: the message id, the model, the text, a tool call's name and id, the
+#: arguments, a warning (an unknown event's type), the provider's error message.
+_PAYLOAD = "".join(ATTACKS)
+
+
+def _attack_stream() -> bytes:
+    function = {"name": "f" + _PAYLOAD, "arguments": json.dumps({"a": _PAYLOAD})}
+    call = {"index": 0, "id": "call" + _PAYLOAD, "function": function}
+    return (
+        _chat({"content": "hi" + _PAYLOAD}, id="id" + _PAYLOAD, model="m" + _PAYLOAD)
+        + _chat({"tool_calls": [call]})
+        + f"event: x{_PAYLOAD}\ndata: {{}}\n\n".encode()
+        + b"data: "
+        + json.dumps({"error": {"message": "boom" + _PAYLOAD, "type": "server_error"}}).encode()
+        + b"\n\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "options", [["--color", "never"], ["--color", "always"], ["--events"], ["--json"]]
+)
+def test_inspect_escapes_every_control_character_it_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
+) -> None:
+    # inspect reads untrusted input (curl -N ... | streamfold inspect -): a server could set
+    # the terminal's title, clear the screen or hide text through it.
+    from streamfold.cli import main
+
+    path = tmp_path / "attack.sse"
+    path.write_bytes(_attack_stream())
+    code = main(["inspect", str(path), "--provider", "openai", *options])
+    out, err = capsys.readouterr()
+    assert code == 1  # the provider's error, after the content
+    for stream in (out, err):
+        own = re.sub(r"\x1b\[[0-9;]*m", "", stream) if "always" in options else stream
+        raw = [hex(ord(c)) for c in own if c != "\n" and (ord(c) < 32 or 0x7F <= ord(c) <= 0x9F)]
+        assert raw == []
+        assert "\u202e" not in stream
+        for attack in ATTACKS:
+            # With colour on, inspect's own red is the same sequence as that attack.
+            if not (attack == "\x1b[31m" and "always" in options):
+                assert attack not in stream
+    # Shown visibly, escaped as JSON escapes them: the message id, the error message.
+    assert "\\u001b]0;pwned\\u0007" in out
+    assert "boom\\u001b]0;pwned" in err

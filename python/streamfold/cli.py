@@ -38,7 +38,7 @@ from typing import IO
 
 from ._core import __version__
 from .cli_inspect import Inspection, Outcome, inspect_stream
-from .cli_render import Style, color_wanted, render_inspection, render_json
+from .cli_render import Style, color_wanted, render_inspection, render_json, visible
 from .providers import PROVIDER_NAMES
 from .timing import (
     Arrival,
@@ -230,7 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"streamfold: {message}", file=sys.stderr, flush=True)
+    # A message may quote the stream (a provider's error text): its controls are escaped.
+    print(f"streamfold: {visible(message)}", file=sys.stderr, flush=True)
 
 
 def _drop_stdout() -> None:

@@ -280,11 +280,13 @@ class _Run:
             if isinstance(event, BlockDelta) and event.kind in _TOKEN_KINDS and event.text:
                 self.token_times.append(t)
             if isinstance(event, Unknown):
-                name = event.event_type or "?"
+                # Any JSON value a hostile stream put there (a dict is no key): counted by text.
+                kind = event.event_type
+                name = kind if isinstance(kind, str) and kind else repr(kind) if kind else "?"
                 self.unknown[name] = self.unknown.get(name, 0) + 1
             elif isinstance(event, Notice):
                 if event.kind == "warning" and event.message:
-                    self.notices.append(event.message)
+                    self.notices.append(str(event.message))
             elif not isinstance(event, MessageStart):
                 self.recognized += 1
             self.folder.add(event)
@@ -436,7 +438,7 @@ def _error_body(data: bytes) -> str | None:
         return None
     try:
         body = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the stack: no error body either
         return None
     if not isinstance(body, dict) or "event_type" in body:
         return None

@@ -4,12 +4,18 @@ The readable view has four parts: a header (source, provider, counts), the timel
 per block, or per event with ``--events``), the folded message, then warnings and, with
 ``--timing``, the arrival analysis. Colour is applied only through :class:`Style`, which the
 command line enables for a terminal alone (and never when ``NO_COLOR`` is set).
+
+``inspect`` reads untrusted input (``curl -N … | streamfold inspect -``): every value of the
+stream is printed through :func:`visible`, which escapes the characters a terminal acts on,
+so a stream cannot set the window title, clear the screen or hide text; and which shows a
+value of an unexpected type (a message id that is an object) as its ``repr``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 from collections.abc import Iterable
 from typing import IO, Any, ClassVar
@@ -38,9 +44,41 @@ from .events import (
 from .message import Citation, Message, Step, ToolCall, Usage
 from .timing import TimingReport
 
-__all__ = ["Style", "color_wanted", "message_json", "render_inspection", "render_json"]
+__all__ = [
+    "Style",
+    "color_wanted",
+    "message_json",
+    "render_inspection",
+    "render_json",
+    "visible",
+]
 
 _PREVIEW = 56
+
+#: What a terminal acts on rather than shows: the C0 and C1 controls and DEL (escape
+#: sequences, bells, backspaces), and the marks and overrides that reorder bidirectional text.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: What ``json.dumps`` leaves raw of those (it escapes the C0 controls itself).
+_JSON_CONTROL = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match[0]
+    return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+
+def visible(value: object) -> str:
+    """``value`` as text safe to print: every control character escaped as JSON escapes it
+    (``\\u001b``), as the timeline's previews show it; a value that is no ``str`` as its
+    ``repr``."""
+    text = value if isinstance(value, str) else repr(value)
+    return _CONTROL.sub(_escape, text)
+
+
+def _joined(values: Iterable[object], sep: str = " ") -> str:
+    """The values that are set, made :func:`visible` and joined."""
+    return sep.join(visible(value) for value in values if value)
 
 
 class Style:
@@ -90,21 +128,21 @@ def render_inspection(inspection: Inspection, style: Style) -> str:
         lines.append("  " + _entry_line(entry, style, every=inspection.timeline.every_event))
     ending = _ending_line(inspection)
     if ending:
-        lines.append("  " + style(ending, "red"))
+        lines.append("  " + style(visible(ending), "red"))
     if inspection.message is not None:
         lines.append("")
         lines.extend(_message_section(inspection, style))
     if inspection.warnings:
         lines.append("")
         lines.append(style(f"warnings ({len(inspection.warnings)})", "bold", "yellow"))
-        lines.extend(f"  - {w}" for w in inspection.warnings)
+        lines.extend(f"  - {visible(w)}" for w in inspection.warnings)
     if inspection.timing is not None:
         lines.append("")
         lines.extend(_timing_section(inspection.timing, style))
     elif inspection.timing_note:
         lines.append("")
         lines.append(style("timing", "bold"))
-        lines.append(f"  {inspection.timing_note}")
+        lines.append(f"  {visible(inspection.timing_note)}")
     return "\n".join(lines) + "\n"
 
 
@@ -127,9 +165,9 @@ def _header(inspection: Inspection, style: Style) -> list[str]:
     how = "detected" if inspection.detected else "forced with --provider"
     if inspection.provider == "auto":
         how = "not detected: no frame was read whole"  # e.g. a first event over the limit
-    provider = style(inspection.provider, "bold", "cyan")
+    provider = style(visible(inspection.provider), "bold", "cyan")
     return [
-        f"{style('source', 'bold')}    {inspection.source}",
+        f"{style('source', 'bold')}    {visible(inspection.source)}",
         f"{style('provider', 'bold')}  {provider} ({how})",
         f"{style('read', 'bold')}      {inspection.bytes_seen} bytes, "
         f"{inspection.frames_seen} frames, {inspection.events_seen} events",
@@ -147,7 +185,7 @@ def _entry_line(entry: Entry, style: Style, *, every: bool) -> str:
     block = entry.block
     if block is not None and not every:
         label = _block_label(block)
-        return prefix + f"{style(f'{label:<16}', 'cyan')} {_block_detail(block)}"
+        return prefix + f"{style(f'{label:<16}', 'cyan')} {visible(_block_detail(block))}"
     event = entry.event
     index = getattr(event, "index", None)
     choice = getattr(event, "choice", 0)
@@ -156,21 +194,22 @@ def _entry_line(entry: Entry, style: Style, *, every: bool) -> str:
         name = f"c{choice} {name}"
     repeat = f" (x{entry.repeat})" if entry.repeat > 1 else ""
     colour = "red" if isinstance(event, Unknown) else "green" if event.type == "message_end" else ""
+    name = visible(name)
     styled = style(f"{name:<16}", colour) if colour else f"{name:<16}"
-    return prefix + f"{styled} {_event_detail(event)}{repeat}".rstrip()
+    return prefix + f"{styled} {visible(_event_detail(event))}{repeat}".rstrip()
 
 
 def _block_label(block: BlockSummary) -> str:
     choice = f"c{block.choice} " if block.choice else ""
-    return f"{choice}{block.kind}[{block.index}]"
+    return visible(f"{choice}{block.kind}[{block.index}]")
 
 
 def _block_detail(block: BlockSummary) -> str:
     parts: list[str] = []
     if block.kind == "tool_call":
-        parts.append(f"{block.name or '?'}" + (f" id={block.id}" if block.id else ""))
+        parts.append(visible(block.name or "?") + (f" id={visible(block.id)}" if block.id else ""))
     elif block.name or block.id:
-        parts.append(" ".join(x for x in (block.name, block.id) if x))
+        parts.append(_joined((block.name, block.id)))
     if block.whole:
         parts.append("whole")
     if block.deltas:
@@ -189,7 +228,7 @@ def _block_detail(block: BlockSummary) -> str:
 
 def _event_detail(event: Event) -> str:
     if isinstance(event, BlockStart):
-        bits = [event.kind, event.name or "", f"id={event.id}" if event.id else ""]
+        bits = [event.kind, event.name or "", f"id={visible(event.id)}" if event.id else ""]
         if event.complete:
             bits.append("whole")
         payload = event.arguments if event.arguments is not None else event.data
@@ -197,7 +236,7 @@ def _event_detail(event: Event) -> str:
             bits.append(_compact(payload))
         if event.text:
             bits.append(_quote(event.text))
-        return " ".join(b for b in bits if b)
+        return _joined(bits)
     if isinstance(event, BlockDelta):
         return f"{event.kind} {_quote(event.text)}"
     if isinstance(event, BlockEnd):
@@ -205,10 +244,13 @@ def _event_detail(event: Event) -> str:
     if isinstance(event, SignatureDelta):
         return f"signature ({len(event.signature)} chars)"
     if isinstance(event, MessageStart):
-        bits = [f"id={event.id}" if event.id else "", f"model={event.model}" if event.model else ""]
+        bits = [
+            f"id={visible(event.id)}" if event.id else "",
+            f"model={visible(event.model)}" if event.model else "",
+        ]
         if event.choice:
-            bits.append(f"choice={event.choice}")
-        return " ".join(b for b in bits if b)
+            bits.append(f"choice={visible(event.choice)}")
+        return _joined(bits)
     if isinstance(event, (MessageDelta, MessageEnd)):
         choice = f"choice={event.choice} " if event.choice else ""
         return f"{choice}finish={event.finish_reason} (raw {event.raw_finish_reason!r})"
@@ -217,11 +259,12 @@ def _event_detail(event: Event) -> str:
     if isinstance(event, CitationAdded):
         return _citation_line(event.citation)
     if isinstance(event, (StepStart, StepEnd)):
-        return " ".join(x for x in (event.name, f"id={event.id}" if event.id else "") if x)
+        return _joined((event.name, f"id={visible(event.id)}" if event.id else ""))
     if isinstance(event, ToolResultAdded):
         r = event.result
         flag = " error" if r.is_error else ""
-        return f"{r.name or ''} call={r.call_id}{flag} → {_quote(_compact(r.output))}".strip()
+        name = visible(r.name or "")
+        return f"{name} call={visible(r.call_id)}{flag} → {_quote(_compact(r.output))}".strip()
     if isinstance(event, SourcesAdded):
         if event.sources is None:
             return "retrieval did not run"
@@ -231,10 +274,10 @@ def _event_detail(event: Event) -> str:
     if isinstance(event, RunStatus):
         bits = [event.status, "terminal" if event.terminal else ""]
         if event.pending_tool_name:
-            bits.append(f"waiting on {event.pending_tool_name}")
-        return " ".join(b for b in bits if b)
+            bits.append(f"waiting on {visible(event.pending_tool_name)}")
+        return _joined(bits)
     if isinstance(event, Notice):
-        return " ".join(x for x in (event.kind, event.message or "") if x)
+        return _joined((event.kind, event.message or ""))
     if isinstance(event, Unknown):
         return f"type={event.event_type!r}"
     return ""
@@ -269,14 +312,14 @@ def _message_lines(m: Message, inspection: Inspection, style: Style) -> list[str
             Outcome.PROTOCOL_ERROR: "no: protocol error (partial message)",
         }.get(inspection.outcome, "no")
         field("complete", style(label, "red"))
-    raw = f" (raw {m.raw_finish_reason!r})" if m.raw_finish_reason is not None else ""
-    finish = m.finish_reason or "— (no terminal event)"
+    raw = f" (raw {visible(repr(m.raw_finish_reason))})" if m.raw_finish_reason is not None else ""
+    finish = visible(m.finish_reason or "— (no terminal event)")
     field("finish", f"{finish}{raw}")
     if m.id or m.model:
-        field("id", " · ".join(x for x in (m.id, m.model) if x))
+        field("id", _joined((m.id, m.model), " · "))
     field("usage", _usage_line(m.usage) if m.usage is not None else "not reported")
     if m.status:
-        field("run status", m.status)
+        field("run status", visible(m.status))
     if m.error is not None:
         field("error", style(_compact(m.error, 200), "red"))
     if m.reasoning:
@@ -300,19 +343,19 @@ def _message_lines(m: Message, inspection: Inspection, style: Style) -> list[str
         out.extend(_tool_call_lines(m.pending_tool_call, style))
     if m.citations:
         out.append(f"  citations ({len(m.citations)})")
-        out.extend(f"    - {_citation_line(c)}" for c in m.citations)
+        out.extend(f"    - {visible(_citation_line(c))}" for c in m.citations)
     if m.tool_results:
         out.append(f"  tool results ({len(m.tool_results)})")
         for r in m.tool_results:
             flag = style(" error", "red") if r.is_error else ""
-            name = f"{r.name} " if r.name else ""
-            out.append(f"    - {name}call={r.call_id}{flag}: {_quote(_compact(r.output))}")
+            name = f"{visible(r.name)} " if r.name else ""
+            out.append(f"    - {name}call={visible(r.call_id)}{flag}: {_quote(_compact(r.output))}")
     if m.steps:
         out.append("  steps")
         out.extend(_step_lines(m.steps, 4))
     if m.sources is not None:
         out.append(f"  sources ({len(m.sources)})")
-        out.extend(f"    - {_source_label(s)}" for s in m.sources[:10])
+        out.extend(f"    - {visible(_source_label(s))}" for s in m.sources[:10])
     if m.media:
         out.append(f"  media ({len(m.media)})")
         out.extend(f"    - {_compact(x)}" for x in m.media)
@@ -321,22 +364,22 @@ def _message_lines(m: Message, inspection: Inspection, style: Style) -> list[str
     notices = [n for n in m.notices if getattr(n, "kind", "") not in hidden]
     if notices:
         out.append("  notices")
-        out.extend(f"    - {_event_detail(n)}" for n in notices if isinstance(n, Notice))
+        out.extend(f"    - {visible(_event_detail(n))}" for n in notices if isinstance(n, Notice))
     return out
 
 
 def _tool_call_lines(call: ToolCall, style: Style) -> list[str]:
     state = style("complete", "green") if call.complete else style("incomplete", "red")
-    head = f"    [{call.index}] {style(call.name or '?', 'bold')}"
+    head = f"    [{visible(call.index)}] {style(visible(call.name or '?'), 'bold')}"
     if call.id:
-        head += f" id={call.id}"
+        head += f" id={visible(call.id)}"
     lines = [f"{head} · {state}"]
     if call.arguments is not None:
         lines.append(f"        arguments {_compact(call.arguments, 400)}")
     else:
         lines.append(f"        arguments (unparsed) {_quote(call.arguments_json, 400)}")
     if call.error:
-        lines.append(f"        {style(call.error, 'red')}")
+        lines.append(f"        {style(visible(call.error), 'red')}")
     return lines
 
 
@@ -344,7 +387,7 @@ def _step_lines(steps: Iterable[Step], indent: int) -> list[str]:
     out: list[str] = []
     for step in steps:
         done = "" if step.complete else " (open)"
-        out.append(" " * indent + f"- {step.name or step.id or '?'}{done}")
+        out.append(" " * indent + f"- {visible(step.name or step.id or '?')}{done}")
         out.extend(_step_lines(step.children, indent + 2))
     return out
 
@@ -381,7 +424,7 @@ def _timing_section(report: TimingReport, style: Style) -> list[str]:
         for d in report.diagnoses:
             head = f"diagnosis ({d.kind}): "
             wrapped = textwrap.wrap(
-                head + d.message, width=98, initial_indent="  ", subsequent_indent="    "
+                head + visible(d.message), width=98, initial_indent="  ", subsequent_indent="    "
             )
             wrapped[0] = (
                 "  " + style(head.rstrip(), "bold", "yellow") + wrapped[0][2 + len(head) - 1 :]
@@ -405,7 +448,7 @@ def _usage_line(usage: Usage | None) -> str:
         ("reasoning", usage.reasoning_tokens),
         ("cached", usage.cached_tokens),
     )
-    shown = [f"{n} {v}" for n, v in names if v is not None]
+    shown = [f"{n} {visible(v)}" for n, v in names if v is not None]
     return " · ".join(shown) if shown else "reported without token counts"
 
 
@@ -441,11 +484,11 @@ def _compact(value: Any, limit: int = _PREVIEW) -> str:
             text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
             text = repr(value)
-    return _cut(" ".join(text.split()), limit)
+    return visible(_cut(" ".join(text.split()), limit))
 
 
 def _quote(text: str, limit: int = _PREVIEW) -> str:
-    return json.dumps(_cut(text, limit), ensure_ascii=False)
+    return visible(json.dumps(_cut(text, limit), ensure_ascii=False))
 
 
 def _cut(text: str, limit: int) -> str:
@@ -455,7 +498,7 @@ def _cut(text: str, limit: int) -> str:
 def _indent(text: str, width: int, style: Style, *styles: str) -> list[str]:
     pad = " " * width
     return [
-        (pad + (style(line, *styles) if styles else line)).rstrip()
+        (pad + (style(visible(line), *styles) if styles else visible(line))).rstrip()
         for line in text.splitlines() or [""]
     ]
 
@@ -554,7 +597,9 @@ def render_json(inspection: Inspection) -> str:
         data["timing"] = inspection.timing.to_json()
     elif inspection.timing_note:
         data["timing"] = {"note": inspection.timing_note}
-    return json.dumps(data, ensure_ascii=False, default=_json_default, indent=2) + "\n"
+    text = json.dumps(data, ensure_ascii=False, default=_json_default, indent=2)
+    # Those can only be inside JSON strings, where their escape is the same text.
+    return _JSON_CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + "\n"
 
 
 def _json_default(value: Any) -> Any:

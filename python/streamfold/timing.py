@@ -113,7 +113,7 @@ def is_recording(data: bytes) -> bool:
     first = head.split(b"\n", 1)[0]
     try:
         value = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and RECORDING_KEY in value
 
@@ -136,13 +136,13 @@ def parse_recording(data: bytes) -> Recording:
         record = _json_line(line, number)
         if not isinstance(record, dict):
             raise RecordingError(f"line {number}: expected a JSON object")
-        t = record.get("t")
-        if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t):
+        t = _seconds(record.get("t"))
+        if t is None:
             raise RecordingError(f"line {number}: 't' must be a number of seconds")
         if end is not None:
             raise RecordingError(f"line {number}: a record after the end record")
         if record.get("end") is True:
-            end = float(t)
+            end = t
             continue
         b64 = record.get("b64")
         if not isinstance(b64, str):
@@ -153,8 +153,20 @@ def parse_recording(data: bytes) -> Recording:
             raise RecordingError(f"line {number}: 'b64' is not valid base64") from None
         if arrivals and t < arrivals[-1].t:
             raise RecordingError(f"line {number}: times must not go backwards")
-        arrivals.append(Arrival(float(t), chunk))
+        arrivals.append(Arrival(t, chunk))
     return Recording(arrivals, end, header)
+
+
+def _seconds(value: Any) -> float | None:
+    """A record's ``t`` as a finite float, or None (not a number; an integer too large for a
+    float, which ``float()`` refuses with OverflowError)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def _json_line(line: bytes, number: int) -> Any:
@@ -162,6 +174,9 @@ def _json_line(line: bytes, number: int) -> Any:
         return json.loads(line)
     except ValueError as exc:
         raise RecordingError(f"line {number}: not JSON ({exc})") from None
+    except RecursionError:
+        # json.loads recurses per nesting level: 100,000 brackets exhaust the stack.
+        raise RecordingError(f"line {number}: JSON nested too deeply to read") from None
 
 
 class RecordingWriter:
