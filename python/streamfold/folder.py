@@ -76,8 +76,8 @@ from .providers import check_provider_name
 __all__ = ["Folder"]
 
 
-#: What ``Folder.delta_sink`` gives: a text block's pieces, or a tool call's ``(push,
-#: refused)``.
+#: What ``Folder.delta_sink`` gives: ``(push, refused)``, for a text block or a tool call
+#: (a list, the text block's pieces, is what the decoder also takes).
 DeltaSink = list[str] | tuple[Callable[[str], None], Callable[[str, BaseException], None]]
 
 #: The accumulator of tool-call arguments (a module attribute so tests can substitute it).
@@ -509,6 +509,11 @@ class _RunView:
         self.metadata: dict[str, Any] = dict(folder._metadata)
 
 
+def _raise(fragment: str, exc: BaseException) -> None:
+    """A text block's ``refused`` for the folding path: nothing refuses text but the cap."""
+    raise exc
+
+
 def check_max_message_bytes(value: object) -> None:
     """``max_message_bytes`` is an int above 0."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -683,14 +688,16 @@ class Folder:
         probabilities) goes, for the decoder's folding path: handing a text to it is folding
         such a delta, as long as no other event is folded in between (the caller's promise).
 
-        A text block's list of pieces (``text_pieces``); for a tool call, ``(push, refused)``:
-        its fragments' ``push``, and what to call with a fragment and the error when ``push``
-        raised (the call's text is then kept as it came, and ``push`` is no longer its sink).
+        ``(push, refused)``: for a text block, the append to its pieces (``text_pieces``);
+        for a tool call, its fragments' ``push``, and what to call with a fragment and the
+        error when ``push`` raised (the call's text is then kept as it came, and ``push`` is no
+        longer its sink). Each ``push`` counts its text against ``max_message_bytes``.
         ``None`` for any other case, which needs ``_on_delta`` in full.
         """
         pieces = self.text_pieces(choice, index)
         if pieces is not None:
-            return pieces
+            # A callable, not the list: every fragment is counted against max_message_bytes.
+            return self._bounded(pieces.append), _raise
         b = self._last
         call = b.call
         if b.index != index or b.choice != choice or call is None or b.push != call.sink():
@@ -702,31 +709,25 @@ class Folder:
                 raise exc
             b.push = call.reject(fragment, exc)
 
-        push = b.push
-
-        def bounded(fragment: str) -> None:
-            self._room -= len(fragment)
-            if self._room < 0:
-                self._too_large(None)
-            push(fragment)
-
-        return bounded, refused
+        return self._bounded(b.push), refused
 
     def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
         """``text_pieces(choice, index).append`` (counted against ``max_message_bytes``), or
         ``None``."""
         pieces = self.text_pieces(choice, index)
-        if pieces is None:
-            return None
-        append = pieces.append
+        return None if pieces is None else self._bounded(pieces.append)
 
-        def push(text: str) -> None:
+    def _bounded(self, push: Callable[[str], None]) -> Callable[[str], None]:
+        """``push`` for the fold's direct paths, each text counted against
+        ``max_message_bytes`` as ``_on_delta`` counts it."""
+
+        def bounded(text: str) -> None:
             self._room -= len(text)
             if self._room < 0:
                 self._too_large(None)
-            append(text)
+            push(text)
 
-        return push
+        return bounded
 
     @property
     def dispatch(self) -> dict[type, Callable[[Any], None]]:
