@@ -15,12 +15,16 @@ __all__ = [
     "__version__",
     "_bench_str_from_utf8",
     "_has_split_pair",
+    "learn_cut",
 ]
 
 __version__: str
 
 def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
 def _has_split_pair(text: str) -> bool: ...
+def learn_cut(
+    data: bytes, path: Sequence[str | int], text: str, padding_keys: Sequence[str]
+) -> tuple[str, str, int, str] | None: ...
 
 @final
 class ServerSentEvent:
@@ -69,12 +73,14 @@ class SSEDecoder:
         event: str,
         sink: list[str] | Callable[[str], object],
         refused: Callable[[str, BaseException], object] | None = None,
+        *,
+        room: int = ...,
     ) -> None: ...
     def disarm(self) -> None: ...
     @property
     def armed(self) -> bool: ...
     def feed_folding(self, chunk: object) -> list[ServerSentEvent] | None: ...
-    def take_folded(self) -> tuple[int, int]: ...
+    def take_folded(self) -> tuple[int, int, int]: ...
 
 @final
 class JsonLinesDecoder:

@@ -136,6 +136,8 @@ class _Runner:
         self._resolve = folder._function_for
         provider = pipeline if isinstance(pipeline, Provider) else pipeline.provider
         self._pipeline = None if isinstance(pipeline, Provider) else pipeline
+        if self._pipeline is not None:
+            self._pipeline.on_folded = folder.took
         self._provider = provider
         provider.text_sink = folder.text_appender
         provider.text_flush = self.flush
@@ -154,8 +156,9 @@ class _Runner:
         if target is None:
             return None
         cut, event, choice, block = target
-        sink = self._folder.delta_sink(choice, block)
-        return None if sink is None else pipeline.arm(cut, event, sink)
+        folder = self._folder
+        sink = folder.delta_sink(choice, block)
+        return None if sink is None else pipeline.arm(cut, event, sink, folder.room)
 
     def flush(self, events: list[Event]) -> None:
         """Fold ``events`` now and empty the list (``Provider.text_flush``): the provider is

@@ -76,8 +76,8 @@ from .providers import check_provider_name
 __all__ = ["Folder"]
 
 
-#: What ``Folder.delta_sink`` gives: ``(push, refused)``, for a text block or a tool call
-#: (a list, the text block's pieces, is what the decoder also takes).
+#: What ``Folder.delta_sink`` gives: a text block's pieces, or a tool call's ``(push,
+#: refused)``.
 DeltaSink = list[str] | tuple[Callable[[str], None], Callable[[str, BaseException], None]]
 
 #: The accumulator of tool-call arguments (a module attribute so tests can substitute it).
@@ -509,11 +509,6 @@ class _RunView:
         self.metadata: dict[str, Any] = dict(folder._metadata)
 
 
-def _raise(fragment: str, exc: BaseException) -> None:
-    """A text block's ``refused`` for the folding path: nothing refuses text but the cap."""
-    raise exc
-
-
 def check_max_message_bytes(value: object) -> None:
     """``max_message_bytes`` is an int above 0."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -688,16 +683,16 @@ class Folder:
         probabilities) goes, for the decoder's folding path: handing a text to it is folding
         such a delta, as long as no other event is folded in between (the caller's promise).
 
-        ``(push, refused)``: for a text block, the append to its pieces (``text_pieces``);
-        for a tool call, its fragments' ``push``, and what to call with a fragment and the
-        error when ``push`` raised (the call's text is then kept as it came, and ``push`` is no
-        longer its sink). Each ``push`` counts its text against ``max_message_bytes``.
-        ``None`` for any other case, which needs ``_on_delta`` in full.
+        A text block's list of pieces (``text_pieces``); for a tool call, ``(push, refused)``:
+        its fragments' ``push``, and what to call with a fragment and the error when ``push``
+        raised (the call's text is then kept as it came, and ``push`` is no longer its sink).
+        ``None`` for any other case, which needs ``_on_delta`` in full. What the path hands
+        over is counted against ``max_message_bytes`` by the path itself, which takes no text
+        past ``room`` and reports what it took (``took``).
         """
         pieces = self.text_pieces(choice, index)
         if pieces is not None:
-            # A callable, not the list: every fragment is counted against max_message_bytes.
-            return self._bounded(pieces.append), _raise
+            return pieces
         b = self._last
         call = b.call
         if b.index != index or b.choice != choice or call is None or b.push != call.sink():
@@ -709,7 +704,18 @@ class Folder:
                 raise exc
             b.push = call.reject(fragment, exc)
 
-        return self._bounded(b.push), refused
+        return b.push, refused
+
+    @property
+    def room(self) -> int:
+        """How many more characters of text and arguments the fold keeps
+        (``max_message_bytes`` less what it holds)."""
+        return self._room
+
+    def took(self, characters: int) -> None:
+        """Count text a direct path handed to a ``delta_sink`` against ``max_message_bytes``
+        (it took none past ``room``)."""
+        self._room -= characters
 
     def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
         """``text_pieces(choice, index).append`` (counted against ``max_message_bytes``), or

@@ -109,6 +109,7 @@ class Pipeline:
         "closed",
         "frame_filter",
         "frames_seen",
+        "on_folded",
         "pending",
         "produced",
         "provider",
@@ -172,6 +173,9 @@ class Pipeline:
         #: The decoder's folding path is armed (``arm``): the chunks go to its
         #: ``feed_folding``, and the counts here lag until ``catch_up``.
         self._armed = False
+        #: Told how many characters of text the folding path handed to the fold, before
+        #: anything else is read (the fold's ``Folder.took``, for ``max_message_bytes``).
+        self.on_folded: Callable[[int], None] | None = None
 
     @property
     def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
@@ -223,14 +227,16 @@ class Pipeline:
     # -- the fold's path: text read by the decoder straight into the fold ----------------------
 
     def arm(
-        self, cut: TemplateCut, event: str, sink: DeltaSink
+        self, cut: TemplateCut, event: str, sink: DeltaSink, room: int
     ) -> Callable[[Any], list[Any] | None] | None:
         """Arm the decoder's folding path (``SSEDecoder.arm``): the texts of the frames of type
         ``event`` whose data ``cut`` reads go to ``sink`` (``Folder.delta_sink``) from Rust,
         with no frame or event made. Returns the decoder's ``feed_folding``, which the fold
         calls instead of ``feed`` and whose other frames go to ``feed_folded``; ``None`` when
         the path cannot be armed (no SSE decoder, an error pending, a resumable stream's
-        filter).
+        filter). A text that would take the fold past ``room`` characters is not folded there:
+        its frame is returned, so the fold raises its limit's error as it would anyway;
+        ``on_folded`` is told what the path took.
 
         The caller (``fold``) promises what ``Provider.folding_target`` says: ``sink`` is where
         those frames' deltas would be folded, and nothing else is folded until the decoder
@@ -245,10 +251,10 @@ class Pipeline:
             return None
         assert isinstance(decoder, SSEDecoder)
         if isinstance(sink, list):
-            decoder.arm(cut, event, sink)
+            decoder.arm(cut, event, sink, room=room)
         else:
             push, refused = sink
-            decoder.arm(cut, event, push, refused)
+            decoder.arm(cut, event, push, refused, room=room)
         self._armed = True
         self._prefix = None  # the provider reads this stream: nothing to explain
         return decoder.feed_folding
@@ -258,8 +264,10 @@ class Pipeline:
         (numbered as if the provider had handled them, so errors name the right frame)."""
         decoder = self._decoder
         assert isinstance(decoder, SSEDecoder)
-        frames, read = decoder.take_folded()
+        frames, read, characters = decoder.take_folded()
         self.bytes_seen += read
+        if characters and self.on_folded is not None:
+            self.on_folded(characters)
         if frames:
             self.frames_seen += frames
             self.provider.position += frames

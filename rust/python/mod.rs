@@ -4,6 +4,7 @@
 mod errors;
 mod fastcall;
 mod json;
+mod learn;
 mod slots;
 mod spare_list;
 mod sse;
@@ -14,6 +15,8 @@ mod text;
 mod _core {
     #[pymodule_export]
     use super::json::{JsonAccumulator, JsonChange};
+    #[pymodule_export]
+    use super::learn::learn_cut;
     #[pymodule_export]
     use super::slots::SlotBuilder;
     #[pymodule_export]

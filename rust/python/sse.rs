@@ -538,13 +538,58 @@ struct SseState {
     backlog: Vec<Item<SseError>>,
     /// What a call that ends no event returns.
     spare: SpareList,
-    /// The folding path (`feed_folding`): frames read as text of one open block go straight
-    /// into that block's pieces, and no frame object is made for them.
+    /// The folding path (`feed_folding`): frames read as fragments of one open block go
+    /// straight to the fold, and no frame object is made for them.
+    folding: FoldingPath,
+}
+
+/// What `arm` set, and what `feed_folding` took since `take_folded` last asked: the frames,
+/// the bytes of every chunk, the characters of text. The pipeline's counts (frame numbers in
+/// errors, bytes read) and the fold's `max_message_bytes` catch up from them.
+#[derive(Default)]
+struct FoldingPath {
     armed: Option<Armed>,
-    /// Frames and bytes `feed_folding` took since `take_folded` last asked: the pipeline's
-    /// counts (frame numbers in errors, bytes read) catch up from them.
-    folded_frames: u64,
-    folded_bytes: u64,
+    frames: u64,
+    bytes: u64,
+    characters: u64,
+}
+
+impl FoldingPath {
+    /// Whether `step` was folded by the armed path (it is then not made as a frame). Any
+    /// other frame may change where text goes: the path then disarms, so that frame and all
+    /// after it are made, and the fold arms it again once it has handled them. A Python
+    /// error (out of memory) is raised after the frames before it.
+    fn fold<E>(
+        &mut self,
+        py: Python<'_>,
+        step: &Step,
+        chunk: Option<&[u8]>,
+        arena: &[u8],
+        out: &mut Outbox<E>,
+    ) -> bool {
+        let Some(armed) = self.armed.as_mut() else {
+            return false;
+        };
+        let folded = match armed.fold(py, step, chunk, arena) {
+            Ok(Folded::Taken(length)) => {
+                self.frames += 1;
+                self.characters += length;
+                return true;
+            }
+            Ok(Folded::Last(length)) => {
+                self.frames += 1;
+                self.characters += length;
+                true
+            }
+            Ok(Folded::No) => false,
+            Err(e) => {
+                out.push_frame(Err(e));
+                false
+            }
+        };
+        self.armed = None;
+        folded
+    }
 }
 
 /// What `SSEDecoder.arm` set: a frame of type `event` whose data `cut` reads is a fragment
@@ -553,6 +598,9 @@ struct Armed {
     cut: Py<TemplateCut>,
     event: Py<PyString>,
     sink: Sink,
+    /// Characters the sink may still take (the fold's `max_message_bytes` left): a text past
+    /// it is not folded here, so the fold raises its limit's error.
+    room: usize,
 }
 
 /// Where the fragments of the armed block go.
@@ -593,46 +641,18 @@ impl Sink {
 
 /// What `Armed::fold` did with a frame.
 enum Folded {
-    /// Its text went to the sink.
-    Taken,
+    /// Its text (of this many characters) went to the sink.
+    Taken(u64),
     /// Its text went to the sink, which takes no more (a call's refused fragment).
-    Last,
+    Last(u64),
     /// Not an armed frame: it is made and returned.
     No,
 }
 
 impl Armed {
-    /// Whether `step` was folded by the armed path `reading` (it is then not made as a frame).
-    /// Any other frame may change where text goes: `reading` is then disarmed, so that frame
-    /// and all after it are made, and the fold arms the decoder again once it has handled
-    /// them. A Python error (out of memory) is raised after the frames before it.
-    fn fold_into<E>(
-        py: Python<'_>,
-        reading: &mut Option<Armed>,
-        step: &Step,
-        chunk: Option<&[u8]>,
-        arena: &[u8],
-        out: &mut Outbox<E>,
-    ) -> bool {
-        let Some(armed) = reading.as_ref() else {
-            return false;
-        };
-        let folded = match armed.fold(py, step, chunk, arena) {
-            Ok(Folded::Taken) => return true,
-            Ok(Folded::Last) => true,
-            Ok(Folded::No) => false,
-            Err(e) => {
-                out.push_frame(Err(e));
-                false
-            }
-        };
-        *reading = None;
-        folded
-    }
-
     /// Hand the text of `step` to the sink if it is one of the armed frames.
     fn fold(
-        &self,
+        &mut self,
         py: Python<'_>,
         step: &Step,
         chunk: Option<&[u8]>,
@@ -641,10 +661,16 @@ impl Armed {
         let Some(text) = self.text(py, step, chunk, arena)? else {
             return Ok(Folded::No);
         };
+        let length = text.len()?;
+        if length > self.room {
+            return Ok(Folded::No);
+        }
+        self.room -= length;
+        let length = length as u64;
         Ok(if self.sink.take(py, text)? {
-            Folded::Taken
+            Folded::Taken(length)
         } else {
-            Folded::Last
+            Folded::Last(length)
         })
     }
 
@@ -756,9 +782,7 @@ impl SSEDecoder {
             held,
             backlog,
             spare,
-            armed,
-            folded_frames,
-            folded_bytes: _,
+            folding: path,
         } = state;
         // A big event read in pieces: a piece that is all data is kept, not copied.
         let kept = owner.is_some_and(|owner| {
@@ -797,13 +821,21 @@ impl SSEDecoder {
             return Ok(spare.take(py)); // most small reads end no event
         }
         // Frames held back after an error come first: none after them may be folded before.
-        let mut reading = armed.take_if(|_| folding && backlog.is_empty());
+        if folding && !backlog.is_empty() {
+            path.armed = None;
+        }
         let mut shared: Option<Bound<'py, PyBytes>> = None;
         let mut out = Outbox::new(std::mem::take(backlog), steps.len());
         for step in steps.drain(..) {
-            let chunk = owner.map(PyBytesMethods::as_bytes);
-            if Armed::fold_into(py, &mut reading, &step, chunk, arena, &mut out) {
-                *folded_frames += 1;
+            if folding
+                && path.fold(
+                    py,
+                    &step,
+                    owner.map(PyBytesMethods::as_bytes),
+                    arena,
+                    &mut out,
+                )
+            {
                 continue;
             }
             match step {
@@ -829,9 +861,6 @@ impl SSEDecoder {
                 }
                 Step::Error(e) => out.push(Item::Error(e)),
             }
-        }
-        if folding {
-            *armed = reading;
         }
         arena.clear();
         // A decoder idling between reads (thousands of open streams) keeps no buffers sized
@@ -897,9 +926,7 @@ impl SSEDecoder {
                 held: Vec::new(),
                 backlog: Vec::new(),
                 spare: SpareList::default(),
-                armed: None,
-                folded_frames: 0,
-                folded_bytes: 0,
+                folding: FoldingPath::default(),
             }),
         }
     }
@@ -909,7 +936,7 @@ impl SSEDecoder {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self.inner.try_lock() {
             Ok(state) => {
-                if let Some(armed) = &state.armed {
+                if let Some(armed) = &state.folding.armed {
                     visit.call(&armed.cut)?;
                     armed.sink.traverse(&visit)?;
                 }
@@ -921,7 +948,7 @@ impl SSEDecoder {
 
     fn __clear__(&self) {
         if let Ok(mut state) = self.inner.try_lock() {
-            state.armed = None;
+            state.folding.armed = None;
             state.spare.clear();
         }
     }
@@ -932,7 +959,7 @@ impl SSEDecoder {
     /// `push`), and `refused(text, error)` when that raises. The first frame that is not such
     /// a frame disarms it: that frame and every one after it are returned, since handling
     /// them may change where text goes.
-    #[pyo3(signature = (cut, event, sink, refused = None))]
+    #[pyo3(signature = (cut, event, sink, refused = None, *, room = usize::MAX))]
     fn arm(
         &self,
         py: Python<'_>,
@@ -940,6 +967,7 @@ impl SSEDecoder {
         event: Py<PyString>,
         sink: &Bound<'_, PyAny>,
         refused: Option<Py<PyAny>>,
+        room: usize,
     ) -> PyResult<()> {
         let sink = match (sink.cast_exact::<PyList>(), refused) {
             (Ok(pieces), _) => Sink::Pieces(pieces.clone().unbind()),
@@ -953,20 +981,25 @@ impl SSEDecoder {
                 ))
             }
         };
-        self.lock(py)?.armed = Some(Armed { cut, event, sink });
+        self.lock(py)?.folding.armed = Some(Armed {
+            cut,
+            event,
+            sink,
+            room,
+        });
         Ok(())
     }
 
     /// Forget what `arm` set.
     fn disarm(&self, py: Python<'_>) -> PyResult<()> {
-        self.lock(py)?.armed = None;
+        self.lock(py)?.folding.armed = None;
         Ok(())
     }
 
     /// Whether `feed_folding` reads text now (`arm` was called and no other frame came since).
     #[getter]
     fn armed(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.lock(py)?.armed.is_some())
+        Ok(self.lock(py)?.folding.armed.is_some())
     }
 
     /// `feed` for a fold: the frames `arm` names are folded here, and the rest returned;
@@ -982,20 +1015,20 @@ impl SSEDecoder {
         let mut guard = self.lock(py)?;
         let state = &mut *guard;
         let b = bytes.as_bytes();
-        state.folded_bytes += b.len() as u64;
+        state.folding.bytes += b.len() as u64;
         if b.len() < HOLD_MIN_CHUNK && state.backlog.is_empty() && state.decoder.append_data(b) {
             return Ok(Some(state.spare.take(py)));
         }
         Self::run(py, guard, Input::Bytes(bytes), true).map(Some)
     }
 
-    /// `(frames, bytes)` that `feed_folding` took since the last call (frames folded as text;
-    /// bytes of every chunk it was given), and reset both.
-    fn take_folded(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
-        let mut state = self.lock(py)?;
-        let counts = (state.folded_frames, state.folded_bytes);
-        state.folded_frames = 0;
-        state.folded_bytes = 0;
+    /// `(frames, bytes, characters)` that `feed_folding` took since the last call: frames
+    /// folded as text, bytes of every chunk it was given, characters of the text it folded;
+    /// and reset them.
+    fn take_folded(&self, py: Python<'_>) -> PyResult<(u64, u64, u64)> {
+        let path = &mut self.lock(py)?.folding;
+        let counts = (path.frames, path.bytes, path.characters);
+        (path.frames, path.bytes, path.characters) = (0, 0, 0);
         Ok(counts)
     }
 

@@ -1042,3 +1042,75 @@ def test_responses_templated_reasoning_deltas_feed_the_latest_part() -> None:
         texts[event.index] = texts.get(event.index, "") + event.text
     reasoning_text = "".join(f"r{k}" for k in range(LEARN_AFTER + 1)) + "\n\nxxx\n\ny"
     assert texts == {0: reasoning_text, 1: "The first words"}
+
+
+#: Chunks the learners are asked about: the text at a path, the rest of the chunk around it
+#: (other strings that may hold the same text, padding values, numbers), written compactly or
+#: with spaces, with the Anthropic-style padded end or not.
+LEARN_TEXT = st.text(alphabet='ab é😀"\\\n\t\x01\u2028 ', min_size=0, max_size=6)
+LEARN_OTHER = st.one_of(LEARN_TEXT, st.integers(-3, 3), st.none(), st.booleans())
+
+
+@given(
+    text=LEARN_TEXT,
+    other=LEARN_OTHER,
+    padding=st.sampled_from([None, "obfuscation", "p"]),
+    padding_value=st.sampled_from(["Ab9", "", "é1", "x y", "@"]),
+    spaced=st.booleans(),
+    padded_end=st.booleans(),
+    shape=st.sampled_from(["openai-text", "openai-call", "anthropic"]),
+)
+def test_the_rust_learner_finds_the_python_learners_cut(
+    *,
+    text: str,
+    other: Any,
+    padding: str | None,
+    padding_value: str,
+    spaced: bool,
+    padded_end: bool,
+    shape: str,
+) -> None:
+    """``learn_cut`` (Rust, what the providers use) proves the cut ``_learn_cut`` (``json.loads``
+    and dictionary compares) proves, or refuses where that one refuses: never another cut."""
+    from streamfold._core import learn_cut
+    from streamfold.providers._chunk_template import PADDING_KEYS, _learn_cut
+
+    if padding_value == "@":
+        padding_value = text  # the padding holds the same string as the text
+    path: tuple[str | int, ...]
+    if shape == "openai-text":
+        path = ("choices", 0, "delta", "content")
+        chunk: dict[str, Any] = {
+            "id": "c",
+            "other": other,
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        }
+    elif shape == "openai-call":
+        path = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+        call = {"index": 0, "function": {"arguments": text}, "other": other}
+        chunk = {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+    else:
+        path = ("delta", "text")
+        chunk = {"type": "content_block_delta", "index": 0, "delta": {"type": "t", "text": text}}
+        chunk["other"] = other
+    if padding is not None:
+        chunk[padding] = padding_value
+    separators = (", ", ": ") if spaced else (",", ":")
+    data = json.dumps(chunk, separators=separators, ensure_ascii=False)
+    if padded_end:
+        data = data[:-1] + "  }"
+
+    def expected(probe: str) -> dict[str, Any]:
+        replaced = json.loads(json.dumps(chunk))
+        node = replaced
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = probe
+        return dict(replaced)
+
+    want = _learn_cut(data, chunk, key=str(path[-1]), text=text, expected=expected)
+    got = learn_cut(data.encode("utf-8", "surrogatepass"), path, text, PADDING_KEYS)
+    assert got is None or got == want
+    if want is not None and other.__class__ is not str:
+        # Nothing else in the chunk can be mistaken for the text: the Rust learner finds it.
+        assert got == want

@@ -29,7 +29,7 @@ import json.encoder
 from collections.abc import Callable
 from typing import Any
 
-from .._core import NumberedCut, TemplateCut
+from .._core import NumberedCut, TemplateCut, learn_cut
 from ..message import BlockKind
 
 __all__ = ["ChunkTemplate", "NumberedTemplate", "decode_body"]
@@ -119,35 +119,34 @@ class ChunkTemplate:
         self.start_b = len(self.prefix_b)
         self.rest_b = rest.encode()
         self.padding_end_b = padding_end.encode()
-        #: ``cut(frame)``: the text of a frame whose payload fits the template, read in Rust in
-        #: one call; ``None`` leaves the frame to ``read`` (which decides every case). Hot
-        #: loops load it and then call it (``cut = template.cut``): ``template.cut(frame)``
-        #: would be a method lookup, which CPython does not specialise for an attribute.
-        #: The same cut for the decoder's folding path (``SSEDecoder.arm``).
+        #: The cut in Rust, for ``cut`` and for the decoder's folding path (``SSEDecoder.arm``).
         self.cutter = TemplateCut(
             self.prefix_b,
             self.rest_b,
             padded_end=mode == PADDED_END,
             padding_end=self.padding_end_b if mode == PADDED_VALUE else None,
         )
+        #: ``cut(frame)``: the text of a frame whose payload fits the template, read in Rust in
+        #: one call; ``None`` leaves the frame to ``read`` (which decides every case). Hot
+        #: loops load it and then call it (``cut = template.cut``): ``template.cut(frame)``
+        #: would be a method lookup, which CPython does not specialise for an attribute.
         self.cut: Callable[[Any], str | None] = self.cutter.read
 
     @classmethod
     def learn(
         cls,
-        data: str,
-        chunk: dict[str, Any],
+        frame: Any,
         *,
-        key: str,
+        path: tuple[str | int, ...],
         text: str,
-        expected: Callable[[str], dict[str, Any]],
         state: Any = None,
         block: int = -1,
         kind: BlockKind = "text",
     ) -> ChunkTemplate | None:
-        """The template of ``data``, parsed into ``chunk``, whose varying value is the string
-        ``text`` under ``key``; ``expected(probe)`` is ``chunk`` with that value replaced."""
-        found = _learn_cut(data, chunk, key=key, text=text, expected=expected)
+        """The template of ``frame``'s payload whose varying value is the string ``text`` at
+        ``path`` of the chunk it parses to (keys and indices), found and proved in Rust
+        (``learn_cut``: the same cut ``_learn_cut`` proves with ``json.loads``)."""
+        found = learn_cut(frame.data_bytes, path, text, PADDING_KEYS)
         if found is None:
             return None
         prefix, rest, mode, padding_end = found

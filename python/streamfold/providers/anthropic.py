@@ -339,14 +339,7 @@ class Anthropic(Provider):
         if not self.templates:
             return
         self._learns += 1
-        delta = payload["delta"]
-
-        def expected(probe: str) -> dict[str, Any]:
-            return {**payload, "delta": {**delta, field: probe}}
-
-        template = ChunkTemplate.learn(
-            frame.data, payload, key=field, text=text, expected=expected, block=index
-        )
+        template = ChunkTemplate.learn(frame, path=("delta", field), text=text, block=index)
         if template is not None:
             self._template = template
 

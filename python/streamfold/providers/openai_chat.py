@@ -257,11 +257,6 @@ def _continued_block(state: _Choice, call: Any) -> int | None:
     return known[0]
 
 
-def _with_delta(chunk: dict[str, Any], choice: dict[str, Any], delta: Any) -> dict[str, Any]:
-    """``chunk``, whose one choice is ``choice``, with that choice's ``delta`` replaced."""
-    return {**chunk, "choices": [{**choice, "delta": delta}]}
-
-
 def _error_parts(error: Any) -> tuple[str, str | int | None]:
     """``(message, code)`` of an error object (``{"message", "code"|"type"}`` or a string)."""
     if error.__class__ is dict:
@@ -533,34 +528,19 @@ class OpenAIChat(Provider):
                 return
             key, kind, text = prose
             block = -1
-
-            def expected(probe: str) -> dict[str, Any]:
-                return _with_delta(chunk, choice, {**delta, key: probe})
-
+            path: tuple[str | int, ...] = ("choices", 0, "delta", key)
         elif len(delta) == 1 and calls.__class__ is list and len(calls) == 1:
             call = calls[0]
             continued = _continued_block(state, call)
             if continued is None:
                 return
-            function = call["function"]
-            key, kind, text, block = "arguments", "tool_call", function["arguments"], continued
-
-            def expected(probe: str) -> dict[str, Any]:
-                entry = {**call, "function": {**function, "arguments": probe}}
-                return _with_delta(chunk, choice, {"tool_calls": [entry]})
-
+            kind, text, block = "tool_call", call["function"]["arguments"], continued
+            path = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
         else:
             return
         self._misses += 1
         template = ChunkTemplate.learn(
-            frame.data,
-            chunk,
-            key=key,
-            text=text,
-            expected=expected,
-            state=state,
-            block=block,
-            kind=kind,
+            frame, path=path, text=text, state=state, block=block, kind=kind
         )
         if template is not None:
             self._keep(template)
