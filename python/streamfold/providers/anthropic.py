@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
+from ..errors import ProtocolError, StreamError
 from ..events import (
     BlockEnd,
     BlockStart,
@@ -295,11 +295,21 @@ class Anthropic(Provider):
                             return
                     out.append(text_delta(template.block, kind, text, 0, frame))
                     return
-        payload = self.json_object(frame)
+        try:
+            payload = self.json_object(frame)
+        except ProtocolError:
+            if self.done_marker(frame, out):
+                # What follows is read by this method, which warns: no template reads it.
+                self._template = None
+                self._learns = 256
+                return
+            raise
         if event == "message":
             event = payload.get("type")
             if event.__class__ is not str:  # a list or an object cannot name an event
                 event = frame.event
+        if self.done_seen:
+            self.violation("event after [DONE]", out, event=event, raw=frame)
         # The hot path: a text, thinking or input fragment for an open block.
         if event == "content_block_delta":
             delta: Any = payload.get("delta")

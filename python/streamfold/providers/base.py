@@ -78,6 +78,8 @@ class Provider(ABC):
         #: ``(frame, payload)``: a frame whose data was already parsed (by ``auto``, to detect
         #: the provider), handed over so that its JSON is not parsed twice. Used once.
         self.preparsed: tuple[Any, Any] | None = None
+        #: ``data: [DONE]`` came (``done_marker``).
+        self.done_seen = False
 
     @property
     def resume_param(self) -> str | None:
@@ -162,6 +164,19 @@ class Provider(ABC):
             raise self.protocol_error("data is not a JSON object", event=frame.event, raw=frame)
         result: dict[str, Any] = payload
         return result
+
+    def done_marker(self, frame: Any, out: list[Event]) -> bool:
+        """Whether ``frame`` is ``data: [DONE]``, the Chat Completions end marker, which hosts
+        imitating another format add to it too (OpenRouter after a Responses stream's
+        ``response.completed``): the end of the data, never an error. Called for a frame whose
+        data did not parse, so a stream without one pays nothing for it. The outcome is still
+        the terminal event's: a ``[DONE]`` before it ends a stream cut short."""
+        if frame.data != "[DONE]":
+            return False
+        if self.done_seen:
+            self.violation("second [DONE]", out, event=frame.event, raw=frame)
+        self.done_seen = True
+        return True
 
     def frame_json(self, frame: Any) -> Any:
         """``frame.json()``, unless ``preparsed`` holds this frame's payload already."""

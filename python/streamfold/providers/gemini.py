@@ -68,7 +68,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from ..errors import StreamError
+from ..errors import ProtocolError, StreamError
 from ..events import (
     BlockEnd,
     BlockStart,
@@ -247,9 +247,16 @@ class Gemini(Provider):
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        chunk = self.json_object(frame, blank_is_keepalive=True)
+        try:
+            chunk = self.json_object(frame, blank_is_keepalive=True)
+        except ProtocolError:
+            if self.done_marker(frame, out):
+                return
+            raise
         if chunk is None:
             return
+        if self.done_seen:
+            self.violation("data after [DONE]", out, event=frame.event, raw=frame)
         metadata = self._metadata
         for key in CHUNK_METADATA:
             value = chunk.get(key)

@@ -67,7 +67,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
+from ..errors import ProtocolError, StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -363,10 +363,20 @@ class OpenAIResponses(Provider):
             handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        payload = self.json_object(frame)
+        try:
+            payload = self.json_object(frame)
+        except ProtocolError:
+            if self.done_marker(frame, out):
+                # What follows is read by this method, which warns: no template reads it.
+                self._template = None
+                self._learns = 256
+                return
+            raise
         event = payload.get("type")
         if event.__class__ is not str:
             event = frame.event
+        if self.done_seen:
+            self.violation("event after [DONE]", out, event=event, raw=frame)
         sequence = payload.get("sequence_number")
         if sequence.__class__ is int:
             if self.sequence is not None and sequence <= self.sequence:
