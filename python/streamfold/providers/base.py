@@ -267,8 +267,10 @@ def present(mapping: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | 
 class Finishing(Protocol):
     """A choice whose ``MessageEnd`` waits for the stream's end (``end_finished``)."""
 
-    #: ``(normalized, raw, frame)`` of its finish reason, once it came.
-    finish: tuple[FinishReason, str, Any] | None
+    @property
+    def finish(self) -> tuple[FinishReason | None, str | None, Any] | None:
+        """``(normalized, raw, frame)`` of its finish reason, once it came (``None`` for both
+        when the stream ended without one)."""
     #: Its ``MessageEnd`` was sent.
     closed: bool
 

@@ -312,8 +312,9 @@ class _Choice:
         self.last_call = -1
         #: The choice's ``finish_reason`` came (its blocks are closed).
         self.ended = False
-        #: ``(normalized, raw, frame)`` of that ``finish_reason``.
-        self.finish: tuple[FinishReason, str, Any] | None = None
+        #: ``(normalized, raw, frame)`` of that ``finish_reason`` (``(None, None, frame)``:
+        #: the stream ended with none).
+        self.finish: tuple[FinishReason | None, str | None, Any] | None = None
         #: Its ``MessageEnd`` was sent (``_end_choices``).
         self.closed = False
 
@@ -327,6 +328,8 @@ class OpenAIChat(Provider):
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._choices: dict[int, _Choice] = {}
+        #: How many of them have no ``finish_reason`` yet: the outcome is decided at 0.
+        self._unfinished = 0
         self._done = False
         #: The chunk template tried first: the one that read or was learned last.
         self._template: ChunkTemplate | None = None
@@ -632,7 +635,29 @@ class OpenAIChat(Provider):
         if self._done:
             self.violation("second [DONE]", out, event=frame.event, raw=frame)
         self._done = True
+        if not self.terminal_seen and self._choices:
+            self._end_unfinished(frame, out)
         self._end_choices(frame, out)
+
+    def _end_unfinished(self, frame: Any, out: list[Event]) -> None:
+        """``[DONE]`` before some choice's ``finish_reason``: hosts that never send one
+        (Snowflake Cortex) end their streams so. The connection was not cut, the host ended
+        the stream: the choice ends here with no finish reason, and a warning says the host
+        sent none (strict mode refuses the stream)."""
+        unfinished = [state for state in self._choices.values() if not state.ended]
+        numbers = ", ".join(str(state.index) for state in unfinished)
+        self.violation(
+            f"[DONE] before a finish_reason for choice {numbers}: the host sent none, so the "
+            "answer's end is not known to be the model's",
+            out,
+            event=frame.event,
+            raw=frame,
+        )
+        for state in unfinished:
+            self._close_blocks(state, frame, out)
+            state.finish = (None, None, frame)
+        self._unfinished = 0
+        self.terminal_seen = True
 
     def _end_choices(self, frame: Any, out: list[Event]) -> None:
         """``MessageEnd`` for every choice that got its ``finish_reason`` and has none yet
@@ -656,6 +681,7 @@ class OpenAIChat(Provider):
             )
         state = _Choice(index)
         self._choices[index] = state
+        self._unfinished += 1
         # A choice that starts after the others finished undecides the outcome (n>1).
         self.terminal_seen = False
         out.append(
@@ -977,12 +1003,8 @@ class OpenAIChat(Provider):
         if state.ended:
             # OpenRouter repeats the finishing chunk (empty delta); content was checked above.
             return
-        self._close_prose(state, frame, out)
-        self._end_audio(state, frame, out)
-        for block in state.open_calls:
-            out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
-        state.open_calls.clear()
-        state.ended = True
+        self._close_blocks(state, frame, out)
+        self._unfinished -= 1
         raw_reason = reason if reason.__class__ is str else str(reason)
         finish = self.finish_reasons.get(raw_reason, "other")
         state.finish = (finish, raw_reason, frame)
@@ -995,13 +1017,16 @@ class OpenAIChat(Provider):
         if self._done:
             self._end_choices(frame, out)  # a choice after ``[DONE]`` (a violation): ends now
         # The outcome is decided: whatever comes before [DONE] is kept, a cut is no loss.
-        # A loop: ``all`` over a generator would make a function and a generator per finish.
-        ended = True
-        for s in self._choices.values():
-            if not s.ended:
-                ended = False
-                break
-        self.terminal_seen = ended
+        self.terminal_seen = not self._unfinished
+
+    def _close_blocks(self, state: _Choice, frame: Any, out: list[Event]) -> None:
+        """End the choice's open blocks: it has ended."""
+        self._close_prose(state, frame, out)
+        self._end_audio(state, frame, out)
+        for block in state.open_calls:
+            out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+        state.open_calls.clear()
+        state.ended = True
 
     def _error(self, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """An error in the stream: keep the usage of the same chunk, then raise."""
