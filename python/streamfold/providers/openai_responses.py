@@ -436,6 +436,8 @@ class OpenAIResponses(Provider):
         usage = response.get("usage")
         if usage.__class__ is dict:
             out.append(UsageUpdate(usage=usage_from_responses(usage), raw=frame))
+        if p["type"] == "response.completed" and status in ("completed", None):
+            self._end_items(response, frame, out)
         self._release_all(frame, out)
         for block in sorted(self._empty_done):
             self._close(block, frame, out)  # its item's text never came: it stays empty
@@ -576,8 +578,26 @@ class OpenAIResponses(Provider):
                 raw=frame,
             )
             return
+        self._end_item(state, p.get("item"), frame, out)
+
+    def _end_items(self, response: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """``response.completed`` ends the items that got no ``output_item.done``, with their
+        final form from ``response.output`` where it has one. OpenAI sends none for some
+        items (``mcp_list_tools``): the finished response closes what is open."""
+        output = response.get("output")
+        if output.__class__ is not list:
+            output = []
+        for output_index, state in self._items.items():
+            if not state.done:
+                at = output_index if output_index.__class__ is int else -1
+                item = output[at] if 0 <= at < len(output) else None
+                if item.__class__ is not dict or item.get("type") != state.item_type:
+                    item = None
+                self._end_item(state, item, frame, out)
+
+    def _end_item(self, state: _Item, item: Any, frame: Any, out: list[Event]) -> None:
+        """The item is finished (``item``: its final form, if known): its blocks close."""
         state.done = True
-        item = p.get("item")
         if item.__class__ is dict:
             self._fill_from_item(state, item, frame, out)
         for block, _kind in state.parts.values():
