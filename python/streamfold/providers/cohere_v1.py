@@ -34,7 +34,11 @@ Citations: ``start``/``end`` are character offsets into the reply text, end-excl
 real stream (WIRE_FORMATS.md §2, §8.13); ``sources`` are the ``document_ids``. The message id
 is the ``generation_id`` of ``stream-start``; the ``response_id`` of ``stream-end.response`` is
 ``metadata["response_id"]`` of the ``MessageEnd``.
-Usage comes from ``response.meta`` (``tokens``; ``billed_units`` kept in ``Usage.raw``).
+Usage comes from ``response.meta`` (``tokens``; ``billed_units`` kept in ``Usage.raw``); streams
+from before ``meta.tokens`` give the counts in ``response.token_count`` (``prompt_tokens``,
+``response_tokens``, ``total_tokens``), read when ``meta.tokens`` is absent. ``billed_units``
+(and ``token_count.billed_tokens``) are what is billed, not what was read or written: never
+counted.
 """
 
 from __future__ import annotations
@@ -56,10 +60,10 @@ from ..events import (
     Unknown,
     UsageUpdate,
 )
-from ..message import BlockKind, Citation, FinishReason
+from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
 from .base import Framing, Provider
-from .cohere_v2 import usage_from_tokens
+from .cohere_v2 import count_of, usage_from_tokens
 
 __all__ = ["FINISH_REASONS", "CohereV1"]
 
@@ -96,6 +100,26 @@ def _finish_reason(top: str | None, inner: Any) -> str | None:
     if inner and (not top or inner in FINISH_REASONS):
         return str(inner)
     return top or None
+
+
+def _usage(response: dict[str, Any]) -> Usage | None:
+    """The usage of ``stream-end.response``: ``meta.tokens``, else the older
+    ``token_count``; ``None`` when it has neither (nor any ``meta``)."""
+    meta = response.get("meta")
+    token_count = response.get("token_count")
+    if token_count.__class__ is not dict or (
+        meta.__class__ is dict and meta.get("tokens").__class__ is dict
+    ):
+        return usage_from_tokens(meta) if meta else None
+    input_tokens = count_of(token_count.get("prompt_tokens"))
+    output_tokens = count_of(token_count.get("response_tokens"))
+    total = count_of(token_count.get("total_tokens"))
+    if total is None and input_tokens is not None and output_tokens is not None:
+        total = input_tokens + output_tokens
+    raw = {**meta, "token_count": token_count} if meta.__class__ is dict else token_count
+    return Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total, raw=raw
+    )
 
 
 class CohereV1(Provider):
@@ -362,9 +386,9 @@ class CohereV1(Provider):
         self._complete_from_response(response, p, out)
         for index in sorted(self._open):
             self._close(index, p, out)
-        meta = response.get("meta")
-        if meta:
-            out.append(UsageUpdate(usage=usage_from_tokens(meta), raw=p))
+        usage = _usage(response)
+        if usage is not None:
+            out.append(UsageUpdate(usage=usage, raw=p))
         if raw_reason == "ERROR" or top == "ERROR":
             detail = "" if raw_reason == "ERROR" else f" (response.finish_reason {raw_reason})"
             raise StreamError(

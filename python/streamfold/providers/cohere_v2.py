@@ -101,7 +101,7 @@ CITATION_KINDS: dict[str, BlockKind] = {
 _Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
-def _count(value: Any) -> int | None:
+def count_of(value: Any) -> int | None:
     """A token count: integers on the wire, floats in the SDK models."""
     if value.__class__ is int:
         return int(value)
@@ -115,14 +115,14 @@ def usage_from_tokens(usage: Any) -> Usage:
     tokens = usage.get("tokens") if isinstance(usage, dict) else None
     if not isinstance(tokens, dict):
         tokens = {}
-    input_tokens = _count(tokens.get("input_tokens"))
-    output_tokens = _count(tokens.get("output_tokens"))
+    input_tokens = count_of(tokens.get("input_tokens"))
+    output_tokens = count_of(tokens.get("output_tokens"))
     total = (
         input_tokens + output_tokens
         if input_tokens is not None and output_tokens is not None
         else None
     )
-    cached = _count(usage.get("cached_tokens")) if isinstance(usage, dict) else None
+    cached = count_of(usage.get("cached_tokens")) if isinstance(usage, dict) else None
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
