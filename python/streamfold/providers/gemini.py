@@ -20,8 +20,9 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   arguments=args, extra={"thoughtSignature": …})`` and ``BlockEnd``. Vertex AI
   ``streamFunctionCallArguments`` streams a call instead: ``{"name", "willContinue": true}``
   opens it, ``{"partialArgs": [{"jsonPath", "stringValue"|"numberValue"|"boolValue"|
-  "nullValue", "willContinue"}]}`` add to it (``stringValue`` pieces of one path concatenate)
-  and ``{}`` closes it; the arguments assembled from the paths are sent as one ``BlockDelta``
+  "nullValue", "willContinue"}], "willContinue": true}`` add to it (``stringValue`` pieces of
+  one path concatenate; a part of ``{"willContinue": true}`` alone only says more is coming)
+  and ``{}`` closes it, as does a last piece without ``willContinue``; the arguments assembled from the paths are sent as one ``BlockDelta``
   (their JSON text) right before the ``BlockEnd``. A call that never closes (``finishReason``
   such as ``MAX_TOKENS`` inside it, a text part or another call before its ``{}``, an error
   chunk, the end of input or a lost connection) sends instead the JSON text of what arrived
@@ -459,10 +460,21 @@ class Gemini(Provider):
     ) -> None:
         partial = call.get("partialArgs")
         if state.call >= 0:  # a Vertex call is streaming
-            if partial:
-                self._partial_args(state, partial, frame)
-            elif not call.get("name"):
-                self._end_call(state, frame, out)  # ``{}`` closes it
+            if partial or not call.get("name"):
+                if partial:
+                    self._partial_args(state, partial, frame)
+                if signature:
+                    out.append(
+                        SignatureDelta(
+                            index=state.call, signature=signature, choice=state.index, raw=frame
+                        )
+                    )
+                # ``willContinue``: more is coming (Vertex sends ``{"willContinue": true}``
+                # alone between the pieces of nested arguments). Without it the call ends:
+                # at ``{}``, or at its last piece when no ``{}`` follows (as vercel/ai reads
+                # it); a ``{}`` after that is a stray one.
+                if not call.get("willContinue"):
+                    self._end_call(state, frame, out)
                 return
             else:
                 # The same for a new call: the open one never got its ``{}``.
@@ -476,13 +488,6 @@ class Gemini(Provider):
                 )
                 self._function_call(state, call, signature, frame, out)
                 return
-            if signature:
-                out.append(
-                    SignatureDelta(
-                        index=state.call, signature=signature, choice=state.index, raw=frame
-                    )
-                )
-            return
         if partial or (not call.get("name") and not call.get("args")):
             if not call:
                 return  # a stray closing ``{}``
