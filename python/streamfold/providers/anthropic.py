@@ -331,7 +331,7 @@ class Anthropic(Provider):
                     return
         handler = self._ON.get(event)
         if handler is None:
-            out.append(Unknown(event_type=event, raw=frame))
+            self.unknown(event, out, frame)
             return
         if self.terminal_seen and event != "ping":
             self.violation("event after message_stop", out, event=event, raw=frame)
@@ -366,7 +366,7 @@ class Anthropic(Provider):
         if not self._started:
             self._started = True
             self.violation("stream does not begin with message_start", out, event=event)
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
 
     def _message_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if self._started:
@@ -374,14 +374,13 @@ class Anthropic(Provider):
             return
         self._started = True
         message = p["message"]
-        out.append(
-            MessageStart(
-                id=message.get("id"),
-                model=message.get("model"),
-                role=message.get("role") or "assistant",
-                metadata=_metadata(message),
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=message.get("id"),
+            model=message.get("model"),
+            role=message.get("role") or "assistant",
+            metadata=_metadata(message),
         )
         usage = message.get("usage")
         if usage.__class__ is dict:
@@ -498,8 +497,8 @@ class Anthropic(Provider):
                 BlockStart(
                     index=index,
                     kind=kind,
-                    id=block.get("id"),
-                    name=block.get("name"),
+                    id=self.wire_str(block.get("id"), "a tool call's id", out, frame),
+                    name=self.wire_str(block.get("name"), "a tool call's name", out, frame),
                     arguments=block.get("input"),
                     extra=extra or None,
                     raw=frame,
@@ -518,8 +517,8 @@ class Anthropic(Provider):
                 BlockStart(
                     index=index,
                     kind=kind,
-                    id=block.get("id"),
-                    name=block.get("name"),
+                    id=self.wire_str(block.get("id"), "a block's id", out, frame),
+                    name=self.wire_str(block.get("name"), "a block's name", out, frame),
                     data=block,
                     raw=frame,
                 )

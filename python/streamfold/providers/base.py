@@ -24,10 +24,12 @@ from typing import Any, ClassVar, Literal, Protocol, overload
 
 from .._core import ServerSentEvent, TemplateCut
 from ..errors import ProtocolError
-from ..events import Event, MessageEnd, Notice
+from ..events import Event, MessageEnd, MessageStart, Notice, Unknown
 from ..message import FinishReason
 
 __all__ = [
+    "ID",
+    "NAME",
     "Finishing",
     "FoldingTarget",
     "Framing",
@@ -37,6 +39,10 @@ __all__ = [
     "event_frame",
     "json_kind",
 ]
+
+#: What ``Provider.wire_str`` calls a tool call's id and name in its warnings.
+ID = "a tool call's id"
+NAME = "a tool call's name"
 
 #: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
 Framing = Literal["sse", "jsonl", "auto"]
@@ -200,6 +206,53 @@ class Provider(ABC):
         """Where a message points: the event type when there is one, and the frame."""
         frame = f"frame {self.position}"
         return frame if event is None else f"event {event!r}, {frame}"
+
+    def start_message(
+        self,
+        out: list[Event],
+        raw: Any,
+        *,
+        id: Any = None,  # noqa: A002 - the event's own field name
+        model: Any = None,
+        role: Any = "assistant",
+        **fields: Any,
+    ) -> None:
+        """Append the ``MessageStart`` of ``fields``; an ``id``, ``model`` or ``role`` that is
+        not a string, as the documented types are, is dropped with a warning (strict mode:
+        ``ProtocolError``): a host's ``{"id": {…}}`` would otherwise reach the message."""
+        if id is not None and id.__class__ is not str:
+            id = self._wrong_type("the message id", id, None, out, raw)  # noqa: A001
+        if model is not None and model.__class__ is not str:
+            model = self._wrong_type("the model", model, None, out, raw)
+        if role.__class__ is not str:
+            role = self._wrong_type("the role", role, "assistant", out, raw)
+        out.append(MessageStart(id=id, model=model, role=role, raw=raw, **fields))
+
+    def unknown(self, event_type: Any, out: list[Event], raw: Any) -> None:
+        """Append ``Unknown(event_type)``; a name that is not a string (a JSON object where
+        the event's name goes) is dropped with a warning (strict mode: ``ProtocolError``)."""
+        if event_type is not None and event_type.__class__ is not str:
+            event_type = self._wrong_type("the event type", event_type, None, out, raw)
+        out.append(Unknown(event_type=event_type, raw=raw))
+
+    def wire_str(self, value: Any, what: str, out: list[Event], raw: Any) -> str | None:
+        """``value`` if it is a string or ``None``; any other JSON value (where a string is
+        documented: a tool call's id or name) is dropped with a warning (strict mode:
+        ``ProtocolError``)."""
+        if value is None or value.__class__ is str:
+            return value  # type: ignore[no-any-return]
+        return self._wrong_type(what, value, None, out, raw)
+
+    def _wrong_type(
+        self, what: str, value: Any, default: Any, out: list[Event], raw: Any
+    ) -> Any:
+        event = getattr(raw, "event", None)
+        if event.__class__ is not str:
+            event = None
+        self.violation(
+            f"{what} is a JSON {json_kind(value)}, not a string: dropped", out, event=event, raw=raw
+        )
+        return default
 
     def violation(
         self, message: str, out: list[Event], *, event: str | None, raw: Any = None

@@ -163,10 +163,10 @@ class CohereV1(Provider):
         if not self._started and event_type != "stream-start":
             self.violation("stream does not begin with stream-start", out, event=event_type)
             self._started = True
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
         handler = self._ON.get(event_type) if event_type.__class__ is str else None
         if handler is None:
-            out.append(Unknown(event_type=event_type, raw=frame))
+            self.unknown(event_type, out, frame)
             return
         try:
             handler(self, frame, out)
@@ -213,7 +213,7 @@ class CohereV1(Provider):
             self.violation("second stream-start", out, event="stream-start", raw=p)
             return
         self._started = True
-        out.append(MessageStart(id=p.get("generation_id"), raw=p))
+        self.start_message(out, p, id=p.get("generation_id"))
 
     def _search_queries(self, p: dict[str, Any], out: list[Event]) -> None:
         self._queries_seen = True
@@ -287,7 +287,7 @@ class CohereV1(Provider):
         block = self._calls.get(position)
         if block is None:
             self._close_plan(p, out)
-            name = delta.get("name")
+            name = self.wire_str(delta.get("name"), "a tool call's name", out, p)
             block = self._open_block("tool_call", p, out, name=name)
             self._calls[position] = block
             self._call_names[position] = name

@@ -168,10 +168,10 @@ class CohereV2(Provider):
         if not self._started and event_type != "message-start":
             self.violation("stream does not begin with message-start", out, event=event_type)
             self._started = True
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
         handler = self._ON.get(event_type)
         if handler is None:
-            out.append(Unknown(event_type=event_type, raw=frame))
+            self.unknown(event_type, out, frame)
             return
         try:
             handler(self, payload, frame, out)
@@ -228,7 +228,7 @@ class CohereV2(Provider):
             return
         self._started = True
         message = (p.get("delta") or {}).get("message") or {}
-        out.append(MessageStart(id=p.get("id"), role=message.get("role") or "assistant", raw=frame))
+        self.start_message(out, frame, id=p.get("id"), role=message.get("role") or "assistant")
 
     def _content_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         position = p["index"]
@@ -286,7 +286,11 @@ class CohereV2(Provider):
             self.violation(f"tool call {position} started twice", out, event="tool-call-start")
         function = call.get("function") or {}
         index = self._open_block(
-            "tool_call", frame, out, id=call.get("id"), name=function.get("name")
+            "tool_call",
+            frame,
+            out,
+            id=self.wire_str(call.get("id"), "a tool call's id", out, frame),
+            name=self.wire_str(function.get("name"), "a tool call's name", out, frame),
         )
         self._calls[position] = index
         arguments = function.get("arguments")

@@ -87,7 +87,7 @@ from ..events import (
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
-from .base import Provider, end_finished
+from .base import ID, NAME, Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "Gemini", "usage_from_gemini"]
 
@@ -308,15 +308,13 @@ class Gemini(Provider):
             self._candidates[index] = state
             # A candidate that starts after the others finished undecides the outcome.
             self.terminal_seen = False
-            out.append(
-                MessageStart(
-                    id=chunk.get("responseId"),
-                    model=chunk.get("modelVersion"),
-                    role="assistant",
-                    choice=index,
-                    metadata=dict(self._metadata) or None,
-                    raw=frame,
-                )
+            self.start_message(
+                out,
+                frame,
+                id=chunk.get("responseId"),
+                model=chunk.get("modelVersion"),
+                choice=index,
+                metadata=dict(self._metadata) or None,
             )
         content = candidate.get("content")
         parts = content.get("parts") if content.__class__ is dict else None
@@ -516,8 +514,8 @@ class Gemini(Provider):
                 BlockStart(
                     index=block,
                     kind="tool_call",
-                    id=call.get("id"),
-                    name=call.get("name"),
+                    id=self.wire_str(call.get("id"), ID, out, frame),
+                    name=self.wire_str(call.get("name"), NAME, out, frame),
                     extra=extra,
                     choice=state.index,
                     raw=frame,
@@ -529,8 +527,8 @@ class Gemini(Provider):
             BlockStart(
                 index=block,
                 kind="tool_call",
-                id=call.get("id"),
-                name=call.get("name"),
+                id=self.wire_str(call.get("id"), ID, out, frame),
+                name=self.wire_str(call.get("name"), NAME, out, frame),
                 arguments=args if args is not None else {},
                 complete=True,
                 extra=extra,
@@ -755,13 +753,12 @@ class Gemini(Provider):
     def _blocked(self, reason: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = _Candidate(0)
         self._candidates[0] = state
-        out.append(
-            MessageStart(
-                id=chunk.get("responseId"),
-                model=chunk.get("modelVersion"),
-                metadata=dict(self._metadata) or None,
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=chunk.get("responseId"),
+            model=chunk.get("modelVersion"),
+            metadata=dict(self._metadata) or None,
         )
         state.ended = state.closed = True
         self.terminal_seen = True

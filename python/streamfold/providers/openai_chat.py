@@ -93,7 +93,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
-from .base import FoldingTarget, Provider, end_finished
+from .base import ID, NAME, FoldingTarget, Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "MISTRAL_FINISH_REASONS", "Mistral", "OpenAIChat", "usage_from_openai"]
 
@@ -684,14 +684,13 @@ class OpenAIChat(Provider):
         self._unfinished += 1
         # A choice that starts after the others finished undecides the outcome (n>1).
         self.terminal_seen = False
-        out.append(
-            MessageStart(
-                id=chunk.get("id") or None,
-                model=chunk.get("model") or None,
-                choice=index,
-                metadata=dict(self._metadata) or None,
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=chunk.get("id") or None,
+            model=chunk.get("model") or None,
+            choice=index,
+            metadata=dict(self._metadata) or None,
         )
         return state
 
@@ -953,11 +952,15 @@ class OpenAIChat(Provider):
     ) -> None:
         """One ``tool_calls`` entry, keyed by ``index`` (else ``id``)."""
         call_id = _given(call.get("id"))
+        if call_id is not None and call_id.__class__ is not str:
+            call_id = self.wire_str(call_id, ID, out, frame)
         key = call.get("index")
         if key is None:
             key = call_id
         function = call.get("function") or {}
         name = _given(function.get("name"))
+        if name is not None and name.__class__ is not str:
+            name = self.wire_str(name, NAME, out, frame)
         arguments = function.get("arguments")
         known = state.calls.get(key) if key is not None else None
         if known is not None and (call_id is None or call_id == known[1]):
@@ -1058,6 +1061,8 @@ class Mistral(OpenAIChat):
         self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
     ) -> None:
         call_id = _given(call.get("id"))
+        if call_id is not None and call_id.__class__ is not str:
+            call_id = self.wire_str(call_id, ID, out, frame)
         if call_id is None or call_id == "null":  # no id, or the SDK's default one
             # A fragment of a call streamed OpenAI-style (the seed's example, Qwen's "id": "").
             super()._tool_call(state, {**call, "id": None}, frame, out)
@@ -1079,7 +1084,7 @@ class Mistral(OpenAIChat):
                 frame,
                 out,
                 id=call_id,
-                name=function.get("name"),
+                name=self.wire_str(function.get("name"), NAME, out, frame),
                 arguments=parsed,
                 complete=True,
                 text=arguments,
@@ -1094,7 +1099,8 @@ class Mistral(OpenAIChat):
         key = call.get("index")
         if key is not None and key in state.calls:
             key = None  # every entry with an id is a new call, whatever its index
-        block = self._open(state, "tool_call", frame, out, id=call_id, name=function.get("name"))
+        name = self.wire_str(function.get("name"), NAME, out, frame)
+        block = self._open(state, "tool_call", frame, out, id=call_id, name=name)
         state.calls[key if key is not None else ("id", call_id, block)] = (block, call_id)
         state.open_calls.append(block)
         state.last_call = block

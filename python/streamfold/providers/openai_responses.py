@@ -84,7 +84,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import NumberedTemplate
 from ._fast import text_delta
-from .base import Provider, present
+from .base import ID, NAME, Provider, present
 
 __all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
 
@@ -403,7 +403,7 @@ class OpenAIResponses(Provider):
             elif event.startswith(PROGRESS_PREFIXES):
                 out.append(Notice(kind="tool_progress", message=event, data=payload, raw=frame))
             else:
-                out.append(Unknown(event_type=event, raw=frame))
+                self.unknown(event, out, frame)
         except (AttributeError, TypeError, KeyError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event, raw=frame
@@ -415,13 +415,12 @@ class OpenAIResponses(Provider):
         self._started = True
         if response.__class__ is not dict:
             response = {}
-        out.append(
-            MessageStart(
-                id=response.get("id"),
-                model=response.get("model"),
-                metadata=_response_metadata(response),
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=response.get("id"),
+            model=response.get("model"),
+            metadata=_response_metadata(response),
         )
 
     def _created(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -543,12 +542,11 @@ class OpenAIResponses(Provider):
             extra: dict[str, Any] = {"item_id": item_id}
             if item_type == "custom_tool_call":
                 extra["custom"] = True
-            call_id = item.get("call_id")
-            if call_id is not None and call_id.__class__ is not str:
-                raise TypeError(f"item.call_id is {type(call_id).__name__}, not a string")
+            call_id = self.wire_str(item.get("call_id"), ID, out, frame)
+            name = self.wire_str(item.get("name"), NAME, out, frame)
             state.kind = "tool_call"
             state.block = self._open_block(
-                "tool_call", frame, out, id=call_id, name=item.get("name"), extra=extra
+                "tool_call", frame, out, id=call_id, name=name, extra=extra
             )
             initial = item.get("arguments") or item.get("input")
             if initial and initial.__class__ is str:
