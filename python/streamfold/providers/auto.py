@@ -41,7 +41,7 @@ from ..events import Event, Notice
 from .base import FoldingTarget, Framing, Provider
 from .clouisle import WORKFLOW_EVENTS
 
-__all__ = ["MAX_UNDECIDED_FRAMES", "AutoProvider", "detect"]
+__all__ = ["CHAT", "MAX_UNDECIDED_FRAMES", "AutoProvider", "detect", "detect_and_parse"]
 
 #: Frames buffered without a decision before giving up.
 MAX_UNDECIDED_FRAMES = 16
@@ -189,10 +189,10 @@ def _chat_flavour(payload: dict[str, Any]) -> str:
 def detect(frame: Any, *, jsonl: bool = False) -> str | None:
     """The provider one frame reveals, :data:`CHAT` for a Chat Completions chunk of unknown
     flavour, or ``None`` when the frame alone cannot tell."""
-    return _detect(frame, jsonl=jsonl)[0]
+    return detect_and_parse(frame, jsonl=jsonl)[0]
 
 
-def _detect(frame: Any, *, jsonl: bool) -> tuple[str | None, Any]:
+def detect_and_parse(frame: Any, *, jsonl: bool) -> tuple[str | None, Any]:
     """``detect``, and the frame's data parsed (``None`` if it was not, or is not JSON): the
     chosen provider gets it with the frame rather than parsing it again."""
     if jsonl:
@@ -369,7 +369,7 @@ class AutoProvider(Provider):
             inner.handle(frame, out)
             return
         self._buffer.append((self.position, frame))
-        found, parsed = _detect(frame, jsonl=self._jsonl)
+        found, parsed = detect_and_parse(frame, jsonl=self._jsonl)
         if found == CHAT:
             self._chat = True
         elif found is not None:
