@@ -330,6 +330,7 @@ class Finishing(Protocol):
 
 def end_finished(
     choices: Mapping[int, Finishing],
+    finished: list[int],
     frame: Any,
     out: list[Event],
     *,
@@ -337,6 +338,8 @@ def end_finished(
 ) -> None:
     """``MessageEnd`` for every choice that got its finish reason and has none yet, in choice
     order, with ``frame`` as its ``raw`` (``None``: the frame of its finish reason).
+    ``finished`` lists those choices (the provider appends each as it finishes); it is
+    emptied, so that each call costs what it ends, not the number of choices.
 
     For a provider whose choices (OpenAI ``n>1``, Gemini candidates) finish one by one in a
     stream that ends later: a choice's finish does not end the stream, since another choice
@@ -344,7 +347,11 @@ def end_finished(
     is announced where it arrives (``MessageDelta``) and the messages end with the stream.
     ``metadata`` (the stream's own, e.g. Chat Completions ``system_fingerprint``) goes on each
     ``MessageEnd``."""
-    for index in sorted(choices):
+    if not finished:
+        return
+    ended = sorted(finished)
+    finished.clear()
+    for index in ended:
         state = choices[index]
         finish = state.finish
         if finish is not None and not state.closed:

@@ -143,6 +143,8 @@ class CohereV1(Provider):
         self._plan_parts: list[str] = []
         #: ``tool_call_delta.index`` -> block index, name and streamed parameter fragments.
         self._calls: dict[int, int] = {}
+        #: The highest of those indices (-1: none): what a fragment without one continues.
+        self._last_call = -1
         self._call_names: dict[int, str | None] = {}
         self._call_args: dict[int, list[str]] = {}
         self._generation_seen = False
@@ -278,7 +280,7 @@ class CohereV1(Provider):
         position = delta.get("index")
         if position is None:
             # No index: a name starts a new call, anything else continues the latest one.
-            last = max(self._calls, default=-1)
+            last = self._last_call
             position = last + 1 if delta.get("name") is not None or last < 0 else last
         elif position.__class__ is not int:
             raise self.protocol_error(
@@ -290,6 +292,7 @@ class CohereV1(Provider):
             name = self.wire_str(delta.get("name"), "a tool call's name", out, p)
             block = self._open_block("tool_call", p, out, name=name)
             self._calls[position] = block
+            self._last_call = max(self._last_call, position)
             self._call_names[position] = name
             self._call_args[position] = []
         elif block not in self._open:
@@ -335,6 +338,7 @@ class CohereV1(Provider):
                     arguments=parameters if parameters is not None else {},
                     complete=True,
                 )
+                self._last_call = max(self._last_call, position)
                 self._close(self._calls[position], frame, out)
                 continue
             if block not in self._open:

@@ -240,6 +240,10 @@ class Gemini(Provider):
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._candidates: dict[int, _Candidate] = {}
+        #: How many of them have no ``finishReason`` yet: the outcome is decided at 0.
+        self._unfinished = 0
+        #: Those that finished and whose ``MessageEnd`` waits (``end_finished``).
+        self._finished: list[int] = []
         self._next_block = 0
         self._usage: Any = None
         #: The chunks' ``CHUNK_METADATA`` so far, for ``MessageStart`` / ``MessageEnd``.
@@ -306,6 +310,7 @@ class Gemini(Provider):
                 )
             state = _Candidate(index)
             self._candidates[index] = state
+            self._unfinished += 1
             # A candidate that starts after the others finished undecides the outcome.
             self.terminal_seen = False
             self.start_message(
@@ -646,7 +651,7 @@ class Gemini(Provider):
         complete, then incomplete when that candidate starts. So the ``finishReason`` ends
         the candidate's blocks and announces its finish (``MessageDelta``); the message ends
         with the stream."""
-        end_finished(self._candidates, frame, out, metadata=self._metadata)
+        end_finished(self._candidates, self._finished, frame, out, metadata=self._metadata)
 
     # -- grounding --------------------------------------------------------------------------
 
@@ -732,6 +737,7 @@ class Gemini(Provider):
                 )
             )
         state.finish = (finish_reason, reason, frame)
+        self._finished.append(state.index)
         # The message ends with the stream (``_end_candidates``); its finish is known now.
         out.append(
             MessageDelta(
@@ -742,13 +748,8 @@ class Gemini(Provider):
             )
         )
         # The outcome is decided unless a candidate starts later: a cut here is no loss.
-        # A loop: ``all`` over a generator would make a function and a generator per finish.
-        ended = True
-        for s in self._candidates.values():
-            if not s.ended:
-                ended = False
-                break
-        self.terminal_seen = ended
+        self._unfinished -= 1
+        self.terminal_seen = not self._unfinished
 
     def _blocked(self, reason: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = _Candidate(0)

@@ -307,8 +307,9 @@ class _Choice:
         self.audio_block = -1
         #: Tool-call key (``tool_calls[].index``, else ``id``) -> (block index, call id).
         self.calls: dict[Any, tuple[int, Any]] = {}
-        #: Open tool-call blocks, in the order they opened.
-        self.open_calls: list[int] = []
+        #: Open tool-call blocks, in the order they opened (a dict: a fragment's block is
+        #: looked up in it, which a list of thousands of open calls made quadratic).
+        self.open_calls: dict[int, None] = {}
         self.last_call = -1
         #: The choice's ``finish_reason`` came (its blocks are closed).
         self.ended = False
@@ -330,6 +331,8 @@ class OpenAIChat(Provider):
         self._choices: dict[int, _Choice] = {}
         #: How many of them have no ``finish_reason`` yet: the outcome is decided at 0.
         self._unfinished = 0
+        #: Those that finished and whose ``MessageEnd`` waits (``end_finished``).
+        self._finished: list[int] = []
         self._done = False
         #: The chunk template tried first: the one that read or was learned last.
         self._template: ChunkTemplate | None = None
@@ -656,6 +659,7 @@ class OpenAIChat(Provider):
         for state in unfinished:
             self._close_blocks(state, frame, out)
             state.finish = (None, None, frame)
+            self._finished.append(state.index)
         self._unfinished = 0
         self.terminal_seen = True
 
@@ -670,7 +674,7 @@ class OpenAIChat(Provider):
         starts, then complete again, and its usage would come after its end. So the
         ``finish_reason`` chunk ends the choice's blocks and announces the finish
         (``MessageDelta``); the message ends with the stream."""
-        end_finished(self._choices, frame, out, metadata=self._metadata)
+        end_finished(self._choices, self._finished, frame, out, metadata=self._metadata)
 
     # -- message, blocks ---------------------------------------------------------------------
 
@@ -980,7 +984,7 @@ class OpenAIChat(Provider):
             extra = {"function_call": True} if key == "function_call" else None
             block = self._open(state, "tool_call", frame, out, id=call_id, name=name, extra=extra)
             state.calls[key if key is not None else ("block", block)] = (block, call_id)
-            state.open_calls.append(block)
+            state.open_calls[block] = None
             state.last_call = block
         if block not in state.open_calls:
             self.violation(
@@ -1011,6 +1015,7 @@ class OpenAIChat(Provider):
         raw_reason = reason if reason.__class__ is str else str(reason)
         finish = self.finish_reasons.get(raw_reason, "other")
         state.finish = (finish, raw_reason, frame)
+        self._finished.append(state.index)
         # The message ends with the stream (``_end_choices``); its finish is known now.
         out.append(
             MessageDelta(
@@ -1102,7 +1107,7 @@ class Mistral(OpenAIChat):
         name = self.wire_str(function.get("name"), NAME, out, frame)
         block = self._open(state, "tool_call", frame, out, id=call_id, name=name)
         state.calls[key if key is not None else ("id", call_id, block)] = (block, call_id)
-        state.open_calls.append(block)
+        state.open_calls[block] = None
         state.last_call = block
         if arguments:
             out.append(
