@@ -9,6 +9,7 @@ which the façades raise right after yielding them.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -323,6 +324,13 @@ class Pipeline:
             self._feed_probe(chunk)
             if self._deferred is not None:
                 return out
+        elif self._deferred is not None:
+            # ``auto``, whose first JSON line did not parse: one JSON document on several
+            # lines (a whole answer, an error object), told at the end if it is small.
+            if self.bytes_seen > _PREFIX_BYTES:
+                deferred, self._deferred = self._deferred, None
+                self.pending = self._framing_error(deferred)
+            return out
         if self._decoder is None and not self._choose_framing(bytes(chunk)):
             return out
         assert self._decoder is not None
@@ -369,6 +377,9 @@ class Pipeline:
         frames: list[Any] = []
         if self._byte_probe is not None:
             self._feed_probe(None)
+        elif self._deferred is not None:
+            self.pending = self._whole_body(self._deferred)
+            self._deferred = None
         if self._decoder is not None and self.pending is None:
             try:
                 frames = self._decoder.close()
@@ -474,12 +485,35 @@ class Pipeline:
 
     def _framing_failed(self, exc: ProtocolError) -> None:
         """The decoder refused the bytes: the error, now, or once ``_byte_probe`` has told
-        which provider's stream it is (see ``_deferred``)."""
+        which provider's stream it is (see ``_deferred``), or, for ``auto``'s first JSON
+        line, once the input has ended or outgrown a small body (``_whole_body``)."""
         if self._byte_probe is not None:
             self._deferred = exc
             self._feed_probe(b"")  # the probe may have told already
+        elif (
+            self.provider.name == "auto"
+            and not self.frames_seen
+            and isinstance(self._decoder, JsonLinesDecoder)
+            and self.bytes_seen <= _PREFIX_BYTES
+        ):
+            self._deferred = exc
         else:
             self.pending = self._framing_error(exc)
+
+    def _whole_body(self, exc: ProtocolError) -> StreamfoldError:
+        """The error of input that is one JSON document on several lines (a pretty-printed
+        answer or error object): what it is (``whole_body_error``), else ``exc``'s."""
+        from .providers.auto import whole_body_error
+
+        body = b"".join(self._prefix or ()).removeprefix(b"\xef\xbb\xbf")
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        whole = whole_body_error(payload)
+        if isinstance(whole, StreamError):
+            whole.retryable_without_duplicate = not self.produced
+        return whole if whole is not None else self._framing_error(exc)
 
     def _same_format(self, name: str) -> bool:
         found, named = provider_class(name), type(self.provider)
