@@ -243,7 +243,10 @@ def cohere_v1_open_calls(n: int) -> list[bytes]:
     return [
         _line("stream-start", generation_id="g"),
         *(_line("tool-calls-chunk", tool_call_delta={"index": i, "name": "f"}) for i in range(n)),
-        *(_line("tool-calls-chunk", tool_call_delta={"index": i, "parameters": "{}"}) for i in range(n)),
+        *(
+            _line("tool-calls-chunk", tool_call_delta={"index": i, "parameters": "{}"})
+            for i in range(n)
+        ),
         _line("stream-end", finish_reason="COMPLETE", response={"text": ""}),
     ]
 

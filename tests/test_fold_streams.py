@@ -1071,7 +1071,9 @@ def test_any_split_gives_the_one_shot_outcome(data: st.DataObject) -> None:
 def test_byte_by_byte_gives_the_one_shot_error_under_any_provider(name: str, provider: str) -> None:
     body = CASES[name].body
     whole = outcome(lambda: sf.fold([body], provider=provider))
-    pieces = outcome(lambda: sf.fold([body[i : i + 1] for i in range(len(body))], provider=provider))
+    pieces = outcome(
+        lambda: sf.fold([body[i : i + 1] for i in range(len(body))], provider=provider)
+    )
     assert pieces == whole
 
 

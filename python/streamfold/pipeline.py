@@ -718,7 +718,9 @@ class Pipeline:
             hint = ": HTML, a proxy's or gateway's error page?"
         elif not jsonl and head.startswith(b"{"):
             # The hint names the provider whose stream it is, when auto-detection tells.
-            hint = ": JSON lines" if misread else ": JSON lines (Cohere v1 is provider='cohere-v1')?"
+            hint = (
+                ": JSON lines" if misread else ": JSON lines (Cohere v1 is provider='cohere-v1')?"
+            )
         elif head.startswith(b"["):
             hint = f": {_JSON_ARRAY_HINT}"
         hint += misread

@@ -522,8 +522,14 @@ WHOLE_ANSWERS = {
 }
 ERROR_BODIES = [
     ({"error": {"message": "Invalid API key", "type": "invalid_request_error"}}, "Invalid API key"),
-    ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "Overloaded"),
-    ({"error": {"code": 400, "message": "API key not valid", "status": "INVALID_ARGUMENT"}}, "API key not valid"),
+    (
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        "Overloaded",
+    ),
+    (
+        {"error": {"code": 400, "message": "API key not valid", "status": "INVALID_ARGUMENT"}},
+        "API key not valid",
+    ),
     ({"message": "invalid api token"}, "invalid api token"),
     ({"detail": "Not authenticated"}, "Not authenticated"),
 ]

@@ -548,7 +548,10 @@ def test_an_error_finish_at_the_top_raises_with_the_response_reason() -> None:
 
 # -- streams from before meta.tokens: response.token_count -------------------------------------
 
-OLD_META = {"api_version": {"version": "1"}, "billed_units": {"input_tokens": 7, "output_tokens": 5}}
+OLD_META = {
+    "api_version": {"version": "1"},
+    "billed_units": {"input_tokens": 7, "output_tokens": 5},
+}
 TOKEN_COUNT = {"prompt_tokens": 69, "response_tokens": 6, "total_tokens": 75, "billed_tokens": 12}
 
 

@@ -1098,7 +1098,10 @@ def test_a_last_piece_without_will_continue_ends_the_call_before_another() -> No
         chunk(finish="STOP"),
     )
     message = sf.fold([stream], provider="gemini", strict=True)
-    assert [(c.name, c.arguments) for c in message.tool_calls] == [("a", {"x": 1}), ("b", {"y": "z"})]
+    assert [(c.name, c.arguments) for c in message.tool_calls] == [
+        ("a", {"x": 1}),
+        ("b", {"y": "z"}),
+    ]
     assert message.finish_reason == "tool_calls"
 
 

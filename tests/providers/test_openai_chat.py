@@ -1183,9 +1183,7 @@ def test_done_without_finish_reason_reports_the_message_with_a_warning() -> None
     ]
     assert message.usage is not None and message.usage.total_tokens == 5
     assert len(message.warnings) == 1
-    assert "[DONE] before a finish_reason for choice 0: the host sent none" in (
-        message.warnings[0]
-    )
+    assert "[DONE] before a finish_reason for choice 0: the host sent none" in (message.warnings[0])
 
 
 def test_done_without_finish_reason_closes_every_choice_once() -> None:

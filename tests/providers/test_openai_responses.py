@@ -1033,7 +1033,9 @@ def test_completed_gives_a_call_never_done_its_final_arguments() -> None:
 
 def test_incomplete_response_leaves_items_never_done_open() -> None:
     # Cut by the token limit: what was not done stays incomplete, as before.
-    stream = mcp_stream(call=True).replace(b'"status": "completed", "output"', b'"status": "incomplete", "output"')
+    stream = mcp_stream(call=True).replace(
+        b'"status": "completed", "output"', b'"status": "incomplete", "output"'
+    )
     stream = stream.replace(b"event: response.completed", b"event: response.incomplete")
     stream = stream.replace(b'"type": "response.completed"', b'"type": "response.incomplete"')
     message = sf.fold([stream], P)

@@ -213,7 +213,11 @@ def _cohere_v2_call(id: Any, name: Any) -> bytes:
     return sse(
         ev("message-start", id="m", delta={"message": {"role": "assistant"}}),
         ev("tool-call-start", index=0, delta={"message": {"tool_calls": call}}),
-        ev("tool-call-delta", index=0, delta={"message": {"tool_calls": {"function": {"arguments": "{}"}}}}),
+        ev(
+            "tool-call-delta",
+            index=0,
+            delta={"message": {"tool_calls": {"function": {"arguments": "{}"}}}},
+        ),
         ev("tool-call-end", index=0),
         ev("message-end", delta={"finish_reason": "TOOL_CALL", "usage": {}}),
         "[DONE]",

@@ -212,7 +212,7 @@ class Provider(ABC):
         out: list[Event],
         raw: Any,
         *,
-        id: Any = None,  # noqa: A002 - the event's own field name
+        id: Any = None,
         model: Any = None,
         role: Any = "assistant",
         **fields: Any,
@@ -221,7 +221,7 @@ class Provider(ABC):
         not a string, as the documented types are, is dropped with a warning (strict mode:
         ``ProtocolError``): a host's ``{"id": {…}}`` would otherwise reach the message."""
         if id is not None and id.__class__ is not str:
-            id = self._wrong_type("the message id", id, None, out, raw)  # noqa: A001
+            id = self._wrong_type("the message id", id, None, out, raw)
         if model is not None and model.__class__ is not str:
             model = self._wrong_type("the model", model, None, out, raw)
         if role.__class__ is not str:
@@ -240,12 +240,12 @@ class Provider(ABC):
         documented: a tool call's id or name) is dropped with a warning (strict mode:
         ``ProtocolError``)."""
         if value is None or value.__class__ is str:
-            return value  # type: ignore[no-any-return]
-        return self._wrong_type(what, value, None, out, raw)
+            checked: str | None = value
+            return checked
+        self._wrong_type(what, value, None, out, raw)
+        return None
 
-    def _wrong_type(
-        self, what: str, value: Any, default: Any, out: list[Event], raw: Any
-    ) -> Any:
+    def _wrong_type(self, what: str, value: Any, default: Any, out: list[Event], raw: Any) -> Any:
         event = getattr(raw, "event", None)
         if event.__class__ is not str:
             event = None
@@ -324,6 +324,7 @@ class Finishing(Protocol):
     def finish(self) -> tuple[FinishReason | None, str | None, Any] | None:
         """``(normalized, raw, frame)`` of its finish reason, once it came (``None`` for both
         when the stream ended without one)."""
+
     #: Its ``MessageEnd`` was sent.
     closed: bool
 

@@ -97,14 +97,12 @@ from ..events import (
     MediaAdded,
     MessageDelta,
     MessageEnd,
-    MessageStart,
     Notice,
     RunStatus,
     SourcesAdded,
     StepEnd,
     StepStart,
     ToolResultAdded,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, FinishReason, ToolResult, Usage

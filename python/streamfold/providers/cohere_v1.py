@@ -54,10 +54,8 @@ from ..events import (
     CitationAdded,
     Event,
     MessageEnd,
-    MessageStart,
     Notice,
     SourcesAdded,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage

@@ -55,9 +55,7 @@ from ..events import (
     CitationAdded,
     Event,
     MessageEnd,
-    MessageStart,
     Notice,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage

@@ -22,8 +22,9 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   opens it, ``{"partialArgs": [{"jsonPath", "stringValue"|"numberValue"|"boolValue"|
   "nullValue", "willContinue"}], "willContinue": true}`` add to it (``stringValue`` pieces of
   one path concatenate; a part of ``{"willContinue": true}`` alone only says more is coming)
-  and ``{}`` closes it, as does a last piece without ``willContinue``; the arguments assembled from the paths are sent as one ``BlockDelta``
-  (their JSON text) right before the ``BlockEnd``. A call that never closes (``finishReason``
+  and ``{}`` closes it, as does a last piece without ``willContinue``; the arguments
+  assembled from the paths are sent as one ``BlockDelta`` (their JSON text) right before the
+  ``BlockEnd``. A call that never closes (``finishReason``
   such as ``MAX_TOKENS`` inside it, a text part or another call before its ``{}``, an error
   chunk, the end of input or a lost connection) sends instead the JSON text of what arrived
   left open (no closing brace, the string being streamed unquoted) and no ``BlockEnd``: the
@@ -78,7 +79,6 @@ from ..events import (
     MediaAdded,
     MessageDelta,
     MessageEnd,
-    MessageStart,
     Notice,
     SignatureDelta,
     SourcesAdded,
@@ -479,18 +479,17 @@ class Gemini(Provider):
                 if not call.get("willContinue"):
                     self._end_call(state, frame, out)
                 return
-            else:
-                # The same for a new call: the open one never got its ``{}``.
-                self._cut_call(state, frame, out)
-                state.cut = True
-                self.violation(
-                    "a function call starts before the streamed one closed",
-                    out,
-                    event=frame.event,
-                    raw=frame,
-                )
-                self._function_call(state, call, signature, frame, out)
-                return
+            # The same for a new call: the open one never got its ``{}``.
+            self._cut_call(state, frame, out)
+            state.cut = True
+            self.violation(
+                "a function call starts before the streamed one closed",
+                out,
+                event=frame.event,
+                raw=frame,
+            )
+            self._function_call(state, call, signature, frame, out)
+            return
         if partial or (not call.get("name") and not call.get("args")):
             if not call:
                 return  # a stray closing ``{}``

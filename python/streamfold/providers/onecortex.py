@@ -46,11 +46,9 @@ from ..events import (
     BlockStart,
     Event,
     MessageEnd,
-    MessageStart,
     StepEnd,
     StepStart,
     ToolResultAdded,
-    Unknown,
 )
 from ..message import FinishReason, ToolResult
 from ._fast import text_delta

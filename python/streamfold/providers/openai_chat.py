@@ -85,7 +85,6 @@ from ..events import (
     CitationAdded,
     Event,
     MessageDelta,
-    MessageStart,
     Notice,
     Unknown,
     UsageUpdate,

@@ -75,10 +75,8 @@ from ..events import (
     CitationAdded,
     Event,
     MessageEnd,
-    MessageStart,
     Notice,
     SignatureDelta,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
