@@ -699,12 +699,13 @@ async def test_astream_connection_cut_is_a_connection_lost_error(
 async def test_another_providers_stream_is_named_not_passed_off_as_cut(
     client: Client, stream_server: StreamServer, rid: str
 ) -> None:
-    # An Anthropic stream read as OpenAI ends without OpenAI's terminal event: the error says
-    # which provider its frames read as, as sf.fold's does; it said only that the connection
-    # ended and could not be resumed, as for a stream cut short.
+    # An Anthropic stream read as OpenAI: a ProtocolError at its first frame says which
+    # provider its frames read as, as sf.fold's does (it once said only that the connection
+    # ended and could not be resumed, as for a stream cut short), and nothing is requested
+    # again.
     url = stream_server.url("/generate")
     query = {"rid": rid, "provider": "anthropic", "n": 5}
-    with pytest.raises(sf.IncompleteStreamError) as info:
+    with pytest.raises(sf.ProtocolError) as info:
         await client.fold_resumable(url, "openai", query, **FAST)
     assert "provider='anthropic' or 'auto' reads it" in str(info.value)
     assert len(stream_server.seen(rid)) == 1
@@ -728,7 +729,7 @@ async def test_a_body_that_is_no_stream_is_a_protocol_error(
 def test_stream_names_another_providers_stream(stream_server: StreamServer, rid: str) -> None:
     url = stream_server.url("/generate", rid=rid, provider="anthropic", n=5)
     with (
-        pytest.raises(sf.IncompleteStreamError) as info,
+        pytest.raises(sf.ProtocolError) as info,
         sf.stream("GET", url, provider="gemini") as s,
     ):
         s.fold()

@@ -9,6 +9,7 @@ which the façades raise right after yielding them.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -98,10 +99,14 @@ class Pipeline:
 
     __slots__ = (
         "_armed",
+        "_byte_probe",
         "_cut_line",
         "_decoder",
+        "_deferred",
+        "_detected",
         "_max_event_bytes",
         "_prefix",
+        "_probing",
         "_sniff",
         "_sniff_bom",
         "_sniff_errors",
@@ -176,6 +181,24 @@ class Pipeline:
         #: Told how many characters of text the folding path handed to the fold, before
         #: anything else is read (the fold's ``Folder.took``, for ``max_message_bytes``).
         self.on_folded: Callable[[int], None] | None = None
+        named = self.provider.name != "auto"
+        #: A named SSE provider's frames are read by auto-detection too (``_probe``) until
+        #: one tells which provider's they are: another's makes a ``ProtocolError`` naming it
+        #: at that frame, unless the named provider read the stream by then.
+        self._probing = named and framing == "sse"
+        #: ``(name, frame number)``: the other provider that frame read as.
+        self._detected: tuple[str, int] | None = None
+        #: A named JSON-lines provider (Cohere v1): ``auto`` reads the same bytes until the
+        #: provider reads the stream, so that a stream in another framing (SSE) is named
+        #: whatever its first frame's size, and whatever the reads.
+        self._byte_probe: Pipeline | None = (
+            Pipeline("auto", max_event_bytes=max_event_bytes)
+            if named and framing == "jsonl"
+            else None
+        )
+        #: A framing error held until ``_byte_probe`` tells which provider the stream is, so
+        #: that its text is the same however the bytes were split.
+        self._deferred: ProtocolError | None = None
 
     @property
     def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
@@ -257,6 +280,7 @@ class Pipeline:
             decoder.arm(cut, event, push, refused, room=room)
         self._armed = True
         self._prefix = None  # the provider reads this stream: nothing to explain
+        self._probing = False
         return decoder.feed_folding
 
     def catch_up(self) -> None:
@@ -304,6 +328,17 @@ class Pipeline:
             self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
         out: list[Event] = []
+        if self._byte_probe is not None:
+            self._feed_probe(chunk)
+            if self._deferred is not None:
+                return out
+        elif self._deferred is not None:
+            # ``auto``, whose first JSON line did not parse: one JSON document on several
+            # lines (a whole answer, an error object), told at the end if it is small.
+            if self.bytes_seen > _PREFIX_BYTES:
+                deferred, self._deferred = self._deferred, None
+                self.pending = self._framing_error(deferred)
+            return out
         if self._decoder is None and not self._choose_framing(bytes(chunk)):
             return out
         assert self._decoder is not None
@@ -312,7 +347,7 @@ class Pipeline:
         except ProtocolError as exc:
             self._run(exc.events, out)
             if self.pending is None:
-                self.pending = self._framing_error(exc)
+                self._framing_failed(exc)
             return out
         if frames:  # most small reads end no frame
             self._run(frames, out)
@@ -348,7 +383,12 @@ class Pipeline:
                     self.pending = self._framing_error(refused)
             self._sniff = None
         frames: list[Any] = []
-        if self._decoder is not None:
+        if self._byte_probe is not None:
+            self._feed_probe(None)
+        elif self._deferred is not None:
+            self.pending = self._whole_body(self._deferred)
+            self._deferred = None
+        if self._decoder is not None and self.pending is None:
             try:
                 frames = self._decoder.close()
             except ProtocolError as exc:
@@ -431,14 +471,125 @@ class Pipeline:
             isinstance(dec, SSEDecoder) and self.closed and dec.dropped_partial
         )
 
+    def _feed_probe(self, chunk: bytes | bytearray | memoryview | None) -> None:
+        """Feed ``_byte_probe`` (``None``: the end of input); once it has told (a provider
+        chosen, an error, the end), a ``_deferred`` framing error is raised with its hint."""
+        probe = self._byte_probe
+        assert probe is not None
+        with contextlib.suppress(StreamfoldError):
+            if chunk is None:
+                probe.close()
+            else:
+                probe.feed(chunk)
+        if chunk is not None and probe.provider_name == "auto" and probe.pending is None:
+            return  # not told yet
+        self._byte_probe = None
+        told = probe.provider_name
+        if told != "auto" and not self._same_format(told):
+            self._detected = (told, -1)
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None and self.pending is None:
+            self.pending = self._framing_error(deferred)
+
+    def _framing_failed(self, exc: ProtocolError) -> None:
+        """The decoder refused the bytes: the error, now, or once ``_byte_probe`` has told
+        which provider's stream it is (see ``_deferred``), or, for ``auto``'s first JSON
+        line, once the input has ended or outgrown a small body (``_whole_body``)."""
+        if self._byte_probe is not None:
+            self._deferred = exc
+            self._feed_probe(b"")  # the probe may have told already
+        elif (
+            self.provider.name == "auto"
+            and not self.frames_seen
+            and isinstance(self._decoder, JsonLinesDecoder)
+            and self.bytes_seen <= _PREFIX_BYTES
+        ):
+            self._deferred = exc
+        else:
+            self.pending = self._framing_error(exc)
+
+    def _whole_body(self, exc: ProtocolError) -> StreamfoldError:
+        """The error of input that is one JSON document on several lines (a pretty-printed
+        answer or error object): what it is (``whole_body_error``), else ``exc``'s."""
+        from .providers.auto import whole_body_error
+
+        body = b"".join(self._prefix or ()).removeprefix(b"\xef\xbb\xbf")
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        whole = whole_body_error(payload)
+        if isinstance(whole, StreamError):
+            whole.retryable_without_duplicate = not self.produced
+        return whole if whole is not None else self._framing_error(exc)
+
+    def _same_format(self, name: str) -> bool:
+        found, named = provider_class(name), type(self.provider)
+        return issubclass(found, named) or issubclass(named, found)  # Mistral reads as OpenAI
+
+    def _probe(self, frames: list[Any]) -> int:
+        """Auto-detection over the frames about to be read, while the named provider has not
+        read the stream: how many of them to read now. A frame that tells the named
+        provider's format ends the probing; one that tells another's sets ``_detected``, and
+        only the frames up to it are read, so that the ``ProtocolError`` it makes comes at
+        that frame however the bytes were split. Its parsed payload goes to the provider."""
+        from .providers.auto import CHAT, detect_and_parse  # its provider tables, on first use
+
+        first = self.provider.position + 1
+        for k, frame in enumerate(frames):
+            found, parsed = detect_and_parse(frame, jsonl=False)
+            if found is None:
+                continue
+            self._probing = False
+            if found == CHAT:
+                found = "openai"
+            if k == 0 and parsed is not None:
+                self.provider.preparsed = (frame, parsed)
+            if self._same_format(found):
+                return len(frames)
+            self._detected = (found, first + k)
+            return k + 1
+        return len(frames)
+
+    def _misread_error(self, frames: list[Any]) -> None:
+        """The frame ``_detected`` names was read and the named provider read nothing of the
+        stream: another provider's, said at once rather than at its end."""
+        assert self._detected is not None
+        name = self.provider_name
+        frame = frames[-1]
+        event = getattr(frame, "event", None)
+        self.pending = ProtocolError(
+            f"{name}: the frames are not {name}'s (event {event!r}, frame {self._detected[1]})"
+            f"{self.misread_hint()}",
+            provider=name,
+            event=event,
+            position=self._detected[1],
+            raw=frame,
+        )
+
     def _run(self, frames: list[Any], out: list[Event]) -> None:
+        if self.pending is not None:
+            return
+        if self.frame_filter is not None:
+            keep = self.frame_filter
+            frames = [frame for frame in frames if keep(frame)]
+        if self._probing and self._prefix is not None and frames:
+            now = self._probe(frames)
+            if now < len(frames):
+                # Up to the frame that told another provider's format: the error comes there
+                # (``_misread_error``) unless the named provider read the stream by then.
+                self._read(frames[:now], out)
+                self._read(frames[now:], out)
+                return
+        self._read(frames, out)
+
+    def _read(self, frames: list[Any], out: list[Event]) -> None:
+        """The named provider reads ``frames``: the events go to ``out``, an error to
+        ``pending``."""
         if self.pending is not None:
             return
         provider = self.provider
         handle = provider.handle
-        if self.frame_filter is not None:
-            keep = self.frame_filter
-            frames = [frame for frame in frames if keep(frame)]
         # A provider may run this loop itself, reading its commonest frames inline
         # (``handle_frames``: the same numbering, the same events, fewer calls per frame).
         handle_frames = getattr(provider, "handle_frames", None)
@@ -468,6 +619,14 @@ class Pipeline:
                         break
             if read:
                 self._prefix = None  # the provider reads this stream: nothing to explain
+                self._byte_probe = None
+                self._probing = False
+            elif (
+                self._detected is not None
+                and 0 <= self._detected[1] <= provider.position
+                and self.pending is None
+            ):
+                self._misread_error(frames)
 
     def _note_content(self, out: list[Event]) -> None:
         """Whether ``out`` gave the answer content; a provider's ``StreamError`` pending after
@@ -512,18 +671,28 @@ class Pipeline:
         provider = self.provider
         if provider.name == "auto" or not self._prefix:  # none kept, or the stream was read
             return ""
+        detected = self._detected
+        if detected is not None:
+            if detected[1] > provider.position:
+                return ""  # told by a frame after the one being read: not known yet there
+            return self._hint(detected[0])
+        if self.frames_seen or self._byte_probe is not None:
+            # The frames read told nothing (or the bytes are still being read as auto's):
+            # what later bytes would tell must not change the text of this error.
+            return ""
         probe = Pipeline("auto", max_event_bytes=self._max_event_bytes)
         with contextlib.suppress(StreamfoldError):
             probe.feed(b"".join(self._prefix))
             probe.close()
-        detected = probe.provider_name
-        if detected == "auto":
+        told = probe.provider_name
+        if told == "auto" or self._same_format(told):
             return ""
-        found, named = provider_class(detected), type(provider)
-        if issubclass(found, named) or issubclass(named, found):  # Mistral reads as OpenAI
-            return ""
+        return self._hint(told)
+
+    def _hint(self, detected: str) -> str:
+        name = self.provider.name
         return (
-            f"{MISREAD_HINT}{detected!r}: is provider={provider.name!r} right? "
+            f"{MISREAD_HINT}{detected!r}: is provider={name!r} right? "
             f"provider={detected!r} or 'auto' reads it)"
         )
 
@@ -551,13 +720,18 @@ class Pipeline:
         if not head or head.startswith(starts) or any(s.startswith(head) for s in starts):
             return None
         name = self.provider_name
+        misread = self.misread_hint()
         hint = ""
         if head.startswith(b"<"):
             hint = ": HTML, a proxy's or gateway's error page?"
         elif not jsonl and head.startswith(b"{"):
-            hint = ": JSON lines (Cohere v1 is provider='cohere-v1')?"
+            # The hint names the provider whose stream it is, when auto-detection tells.
+            hint = (
+                ": JSON lines" if misread else ": JSON lines (Cohere v1 is provider='cohere-v1')?"
+            )
         elif head.startswith(b"["):
             hint = f": {_JSON_ARRAY_HINT}"
+        hint += misread
         return ProtocolError(
             f"{name}: the input is not {'JSON lines' if jsonl else 'an event stream (SSE)'}: "
             f"{self.bytes_seen} bytes and not one frame, beginning {head[:40]!r}{hint}",

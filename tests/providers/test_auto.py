@@ -212,7 +212,7 @@ def test_undecidable_stream_is_a_protocol_error() -> None:
 
 
 def test_json_lines_that_are_not_cohere_v1_are_a_protocol_error() -> None:
-    result = run(b'{"result": "whole reply"}\n', "auto")
+    result = run(b'{"answer": "whole reply"}\n', "auto")
     assert isinstance(result.error, sf.ProtocolError)
     assert "not Cohere v1 events" in str(result.error)
 
@@ -504,3 +504,86 @@ def test_an_envelope_event_that_is_a_list_or_object_is_not_a_type_error(
         sf.fold([body], provider=provider)
     assert info.value.partial is not None
     assert detect(sf.SSEDecoder().feed(body)[0]) == "clouisle"  # by the event: line
+
+
+# -- a whole JSON body, not a stream ------------------------------------------------------------
+
+WHOLE_ANSWERS = {
+    "openai": {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    },
+    "openai-responses": {"id": "resp_1", "object": "response", "output": [], "status": "completed"},
+    "anthropic": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+    "gemini": {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]},
+    "cohere-v2": {"id": "c", "message": {"role": "assistant"}, "finish_reason": "COMPLETE"},
+    "cohere-v1": {"text": "hi", "generation_id": "g", "finish_reason": "COMPLETE"},
+}
+ERROR_BODIES = [
+    ({"error": {"message": "Invalid API key", "type": "invalid_request_error"}}, "Invalid API key"),
+    (
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        "Overloaded",
+    ),
+    (
+        {"error": {"code": 400, "message": "API key not valid", "status": "INVALID_ARGUMENT"}},
+        "API key not valid",
+    ),
+    ({"message": "invalid api token"}, "invalid api token"),
+    ({"detail": "Not authenticated"}, "Not authenticated"),
+]
+
+
+def _bodies(payload: Any) -> list[list[bytes]]:
+    """The body on one line and pretty-printed, each whole and a byte at a time."""
+    out = []
+    for text in (json.dumps(payload), json.dumps(payload, indent=2)):
+        body = text.encode()
+        out += [[body], [body[i : i + 1] for i in range(len(body))]]
+    return out
+
+
+@pytest.mark.parametrize("provider", sorted(WHOLE_ANSWERS))
+def test_a_whole_answer_says_what_it_is_and_to_ask_for_a_stream(provider: str) -> None:
+    texts = set()
+    for chunks in _bodies(WHOLE_ANSWERS[provider]):
+        with pytest.raises(sf.ProtocolError) as info:
+            sf.fold(chunks, provider="auto")
+        text = str(info.value)
+        assert "the body is one JSON document" in text and "not a stream" in text
+        assert '"stream": true' in text and f"provider={provider!r}" in text
+        assert info.value.partial is not None
+        texts.add(text)
+    assert len(texts) == 1  # however the bytes came, one line or several
+
+
+@pytest.mark.parametrize("provider", ["onecortex", "clouisle"])
+def test_a_whole_agent_body_points_to_fold_json(provider: str) -> None:
+    body = {"result": "hi", "events": []} if provider == "onecortex" else {"code": 0, "data": []}
+    for chunks in _bodies(body):
+        with pytest.raises(sf.ProtocolError, match=rf"sf.fold_json\(body, provider={provider!r}\)"):
+            sf.fold(chunks, provider="auto")
+
+
+@pytest.mark.parametrize(("body", "message"), ERROR_BODIES)
+def test_an_error_object_is_a_stream_error_with_its_message(body: Any, message: str) -> None:
+    for chunks in _bodies(body):
+        with pytest.raises(sf.StreamError) as info:
+            sf.fold(chunks, provider="auto")
+        assert info.value.message == message
+        assert info.value.retryable_without_duplicate
+        with pytest.raises(sf.StreamError):
+            list(sf.events(chunks, provider="auto"))
+
+
+def test_json_lines_that_are_no_known_body_still_say_so() -> None:
+    for chunks in _bodies({"foo": 1})[:2]:
+        with pytest.raises(sf.ProtocolError, match="not Cohere v1 events"):
+            sf.fold(chunks, provider="auto")
+
+
+def test_a_cohere_v1_stream_still_reads_under_auto() -> None:
+    body = test_cohere_v1.STREAMS[sorted(test_cohere_v1.STREAMS)[0]]
+    assert sf.fold([body], provider="auto") == sf.fold([body], provider="auto")
+    assert detected(body) == "cohere-v1"

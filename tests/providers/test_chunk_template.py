@@ -230,7 +230,8 @@ def test_interleaved_empty_id_calls_and_a_reused_index_read_alike(make: type[Pro
     second = _qwen("", index=1, call_id="call_2", name="g")
     third = _qwen('{\\"x\\":', call_id="call_3", name="h")  # a new call on index 0
     fragments = [_qwen(f"a{k}", index=k % 2) for k in range(12)]
-    stream = _frames(START, CALL, second, *fragments, third, *fragments[:4], "[DONE]")
+    finish = '{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}'
+    stream = _frames(START, CALL, second, *fragments, third, *fragments[:4], finish, "[DONE]")
     fast, slow = both(stream, make)
     assert_same(fast, slow)
     assert fast.error is None and fast.warnings == []

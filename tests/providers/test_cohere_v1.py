@@ -544,3 +544,42 @@ def test_an_error_finish_at_the_top_raises_with_the_response_reason() -> None:
     assert (info.value.code, info.value.raw_finish_reason) == ("ERROR", "TIMEOUT")
     assert info.value.partial.text == "Hal"
     assert info.value.partial.raw_finish_reason == "TIMEOUT"
+
+
+# -- streams from before meta.tokens: response.token_count -------------------------------------
+
+OLD_META = {
+    "api_version": {"version": "1"},
+    "billed_units": {"input_tokens": 7, "output_tokens": 5},
+}
+TOKEN_COUNT = {"prompt_tokens": 69, "response_tokens": 6, "total_tokens": 75, "billed_tokens": 12}
+
+
+def old_stream(**response: Any) -> bytes:
+    end = ev("stream-end", finish_reason="COMPLETE", response={"text": "Hi", **response})
+    return jsonl(START, ev("text-generation", text="Hi"), end)
+
+
+def test_token_count_is_the_usage_when_meta_has_no_tokens() -> None:
+    message = sf.fold([old_stream(meta=OLD_META, token_count=TOKEN_COUNT)], provider=P)
+    usage = message.usage
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (69, 6, 75)
+    assert usage.raw == {**OLD_META, "token_count": TOKEN_COUNT}  # billed_units kept, not read
+
+
+def test_token_count_without_meta_and_without_a_total() -> None:
+    counts = {"prompt_tokens": 3, "response_tokens": 2}
+    usage = sf.fold([old_stream(token_count=counts)], provider=P).usage
+    assert usage == sf.Usage(3, 2, 5, raw=counts)
+
+
+def test_meta_tokens_win_over_token_count() -> None:
+    usage = sf.fold([old_stream(meta=META, token_count=TOKEN_COUNT)], provider=P).usage
+    assert usage == sf.Usage(69, 6, 75, raw=META)
+
+
+def test_billed_units_alone_are_never_counted() -> None:
+    usage = sf.fold([old_stream(meta=OLD_META)], provider=P).usage
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (None, None, None)

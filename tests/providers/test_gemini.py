@@ -1055,3 +1055,68 @@ def test_a_json_array_body_says_to_ask_for_alt_sse(provider: str) -> None:
     only that the bytes are not SSE (or not JSON lines, under ``auto``)."""
     with pytest.raises(sf.ProtocolError, match=r"a JSON array, .* ask for alt=sse"):
         sf.fold([JSON_ARRAY_BODY], provider=provider)
+
+
+# -- willContinue: a part that only says more is coming, a last piece that ends the call -------
+
+ITEM_0 = {"jsonPath": "$.items[0].name", "stringValue": "a", "willContinue": True}
+ITEM_0_END = {"jsonPath": "$.items[0].name", "stringValue": "b"}
+ITEM_1 = {"jsonPath": "$.items[1].name", "stringValue": "c"}
+MORE = chunk({"functionCall": {"willContinue": True}})
+#: Vertex's shape between the array items of nested arguments, and its end without ``{}``.
+NESTED = [opened("order"), args(ITEM_0), MORE, args(ITEM_0_END), MORE, args(ITEM_1)]
+NESTED_ARGS = {"items": [{"name": "ab"}, {"name": "c"}]}
+
+
+def last_piece(*partial: dict[str, Any]) -> dict[str, Any]:
+    return chunk({"functionCall": {"partialArgs": list(partial)}})
+
+
+@pytest.mark.parametrize("closing", ["last-piece", "empty-call"])
+def test_a_part_that_only_continues_keeps_the_call_open(closing: str) -> None:
+    frames = NESTED[:-1]
+    if closing == "last-piece":
+        frames = [*frames, last_piece(ITEM_1)]
+    else:
+        frames = [*frames, args(ITEM_1), closed()]
+    stream = gsse(*frames, chunk(finish="STOP"))
+    message = sf.fold([stream], provider="gemini", strict=True)
+    assert [(c.name, c.arguments, c.complete) for c in message.tool_calls] == [
+        ("order", NESTED_ARGS, True)
+    ]
+    assert (message.finish_reason, message.raw_finish_reason) == ("tool_calls", "STOP")
+    assert message.warnings == []
+
+
+def test_a_last_piece_without_will_continue_ends_the_call_before_another() -> None:
+    stream = gsse(
+        opened("a"),
+        last_piece({"jsonPath": "$.x", "numberValue": 1}),
+        opened("b"),
+        last_piece({"jsonPath": "$.y", "stringValue": "z"}),
+        closed(),  # a stray one after the call ended: nothing
+        chunk(finish="STOP"),
+    )
+    message = sf.fold([stream], provider="gemini", strict=True)
+    assert [(c.name, c.arguments) for c in message.tool_calls] == [
+        ("a", {"x": 1}),
+        ("b", {"y": "z"}),
+    ]
+    assert message.finish_reason == "tool_calls"
+
+
+def test_a_continuing_part_keeps_its_signature() -> None:
+    more = chunk({"functionCall": {"willContinue": True}, "thoughtSignature": "sig"})
+    stream = gsse(opened("f"), args(PAR), more, closed(), chunk(finish="STOP"))
+    result = run(stream, "gemini", strict=True)
+    assert result.error is None
+    assert [e.signature for e in result.of(SignatureDelta)] == ["sig"]
+
+
+@given(st.data())
+def test_nested_pieces_any_split(data: st.DataObject) -> None:
+    stream = gsse(*NESTED, chunk(finish="STOP"))
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=30))
+    whole = run(stream, "gemini")
+    split = run(split_at(stream, cuts), "gemini")
+    assert split.events == whole.events and whole.error is None

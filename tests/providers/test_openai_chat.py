@@ -1159,3 +1159,53 @@ def test_audio_output_keeps_transcript_data_and_id_for_the_next_turn() -> None:
     result = run(sse(chunk(choice(role="assistant", audio="UklG")), "[DONE]"), "openai")
     assert isinstance(result.error, sf.ProtocolError)
     assert "delta.audio" in str(result.error)
+
+
+# -- a host that sends no finish_reason (Snowflake Cortex) ------------------------------------
+
+NO_FINISH = sse(
+    chunk(choice(role="assistant", content="Hel")),
+    chunk(choice(content="lo")),
+    chunk(choice(tool_calls=[call(0, '{"a": ', id="call_1", name="f")])),
+    chunk(choice(tool_calls=[call(0, "1}")])),
+    chunk(usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}),
+    "[DONE]",
+)
+
+
+def test_done_without_finish_reason_reports_the_message_with_a_warning() -> None:
+    message = sf.fold([NO_FINISH], provider="openai")
+    assert message.complete
+    assert (message.finish_reason, message.raw_finish_reason) == (None, None)
+    assert message.text == "Hello"
+    assert [(c.name, c.arguments, c.complete) for c in message.tool_calls] == [
+        ("f", {"a": 1}, True)
+    ]
+    assert message.usage is not None and message.usage.total_tokens == 5
+    assert len(message.warnings) == 1
+    assert "[DONE] before a finish_reason for choice 0: the host sent none" in (message.warnings[0])
+
+
+def test_done_without_finish_reason_closes_every_choice_once() -> None:
+    stream = sse(
+        chunk(choice(0, content="a"), choice(1, content="b")),
+        chunk(choice(0, finish="stop")),
+        "[DONE]",
+    )
+    result = run(stream, "openai")
+    assert result.error is None
+    ends = result.of(MessageEnd)
+    assert [(e.choice, e.finish_reason) for e in ends] == [(0, "stop"), (1, None)]
+    assert [w for w in result.warnings if "choice 1" in w]
+    assert not [w for w in result.warnings if "choice 0" in w]
+
+
+def test_done_without_finish_reason_strict_raises() -> None:
+    with pytest.raises(sf.ProtocolError, match="sent none") as info:
+        sf.fold([NO_FINISH], provider="openai", strict=True)
+    assert info.value.partial is not None and info.value.partial.text == "Hello"
+
+
+def test_no_finish_reason_and_no_done_is_still_a_stream_cut_short() -> None:
+    with pytest.raises(sf.IncompleteStreamError):
+        sf.fold([NO_FINISH.removesuffix(b"data: [DONE]\n\n")], provider="openai")

@@ -552,12 +552,18 @@ def test_non_json_payload_is_a_protocol_error() -> None:
 AFTER_TERMINAL = BASIC + sse(("response.in_progress", {"type": "response.in_progress"}))
 BACKWARDS = BASIC.replace(b'"sequence_number": 8', b'"sequence_number": 3')
 _E = Seq(numbered=False)
+_MSG = {"type": "message", "id": "m", "role": "assistant", "content": []}
+#: A content part added after its item was done: the terminal event closes no such part.
 UNCLOSED = sse(
     _E("response.created", response=response()),
+    _E("response.output_item.added", output_index=0, item=_MSG),
+    _E("response.output_item.done", output_index=0, item=_MSG),
     _E(
-        "response.output_item.added",
+        "response.content_part.added",
+        item_id="m",
         output_index=0,
-        item={"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": ""},
+        content_index=0,
+        part={"type": "output_text", "text": "late"},
     ),
     _E("response.completed", response=response("completed")),
 )
@@ -805,12 +811,12 @@ def test_reasoning_parts_mixed_keep_their_order() -> None:
 
 def test_held_reasoning_goes_out_at_the_terminal_event_without_its_item() -> None:
     # No output_item.done for the reasoning item: the waiting part stays empty and what was
-    # held goes out at the terminal event (and the unclosed block is reported as before).
+    # held goes out at the terminal event, which closes the item's block.
     parts: list[Part] = [([], "zero", {"item"}), (["one"], "one", set())]
     body = reasoning_stream(parts, item_done=False)
-    message = sf.fold([body], P)
+    message = sf.fold([body], P, strict=True)
     assert message.reasoning == "\n\none"
-    assert any("never closed" in w for w in message.warnings)
+    assert message.warnings == []
     events = run(body, P).events
     assert isinstance(events[-1], MessageEnd)  # released before the end, not after it
     assert accumulate(events).choice(0).ordered()[0].text == "\n\none"
@@ -947,3 +953,91 @@ def test_message_phase_is_sent_back_with_each_message() -> None:
         ("msg_1", "final_answer", "Done."),
     ]
     assert "phase" not in sf.fold([BASIC], provider="openai-responses").to_request()[0]
+
+
+# -- items that get no output_item.done (mcp_list_tools) --------------------------------------
+
+MCP_TOOLS = {
+    "type": "mcp_list_tools",
+    "id": "mcpl_1",
+    "server_label": "deepwiki",
+    "tools": [],
+}
+MCP_LISTED = {**MCP_TOOLS, "tools": [{"name": "ask_question", "input_schema": {}}]}
+
+
+def mcp_stream(*, output: bool = True, call: bool = False) -> bytes:
+    """An MCP tool listing (output 0) whose item gets no ``output_item.done``, as OpenAI
+    sends it, then the answer (output 1); with ``call``, a function call (output 2) that is
+    never done either, its arguments only in the final ``response.output``."""
+    e = Seq()
+    function = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+    final = [MCP_LISTED, {**MESSAGE_DONE}] + ([{**function, "arguments": '{"a": 1}'}] * call)
+    frames = [
+        e("response.created", response=response()),
+        e("response.output_item.added", output_index=0, item=MCP_TOOLS),
+        e("response.mcp_list_tools.in_progress", item_id="mcpl_1", output_index=0),
+        e("response.mcp_list_tools.completed", item_id="mcpl_1", output_index=0),
+        *answer_frames(e, 1),
+    ]
+    if call:
+        frames.append(
+            e("response.output_item.added", output_index=2, item={**function, "arguments": ""})
+        )
+    frames.append(
+        e("response.completed", response=response("completed", output=final if output else []))
+    )
+    return sse(*frames)
+
+
+MESSAGE_DONE = {
+    "type": "message",
+    "id": "msg_1",
+    "status": "completed",
+    "role": "assistant",
+    "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+}
+
+
+def answer_frames(e: Seq, index: int) -> list[tuple[str, dict[str, Any]]]:
+    at = {"item_id": "msg_1", "output_index": index, "content_index": 0}
+    return [
+        e("response.output_item.added", output_index=index, item={**MESSAGE_DONE, "content": []}),
+        e("response.content_part.added", **at, part={"type": "output_text", "text": ""}),
+        e("response.output_text.delta", **at, delta="Done.", logprobs=[]),
+        e("response.content_part.done", **at, part={"type": "output_text", "text": "Done."}),
+        e("response.output_item.done", output_index=index, item=MESSAGE_DONE),
+    ]
+
+
+@pytest.mark.parametrize("output", [True, False], ids=["final-output", "no-output"])
+def test_completed_closes_items_never_done_and_strict_accepts_it(output: bool) -> None:
+    stream = mcp_stream(output=output)
+    message = sf.fold([stream], P, strict=True)
+    assert message.complete and message.finish_reason == "stop"
+    assert message.text == "Done."
+    assert message.warnings == []
+    ends = [e for e in run(stream, P).events if isinstance(e, BlockEnd)]
+    listing = next(e for e in ends if e.kind == "server_tool")
+    # The final form of the item, where the finished response gives it.
+    assert listing.data == (MCP_LISTED if output else None)
+    assert isinstance(run(stream, P).events[-1], MessageEnd)
+
+
+def test_completed_gives_a_call_never_done_its_final_arguments() -> None:
+    message = sf.fold([mcp_stream(call=True)], P, strict=True)
+    assert [(c.id, c.name, c.arguments, c.complete) for c in message.tool_calls] == [
+        ("call_1", "f", {"a": 1}, True)
+    ]
+
+
+def test_incomplete_response_leaves_items_never_done_open() -> None:
+    # Cut by the token limit: what was not done stays incomplete, as before.
+    stream = mcp_stream(call=True).replace(
+        b'"status": "completed", "output"', b'"status": "incomplete", "output"'
+    )
+    stream = stream.replace(b"event: response.completed", b"event: response.incomplete")
+    stream = stream.replace(b'"type": "response.completed"', b'"type": "response.incomplete"')
+    message = sf.fold([stream], P)
+    assert message.finish_reason == "other"
+    assert [c.complete for c in message.tool_calls] == [False]

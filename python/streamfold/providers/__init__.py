@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 from .base import Provider
@@ -33,7 +34,23 @@ def check_provider_name(name: object) -> None:
 
 
 def _unknown(name: object) -> ValueError:
-    return ValueError(f"unknown provider {name!r}; expected one of: {', '.join(PROVIDER_NAMES)}")
+    guess = _did_you_mean(name)
+    return ValueError(
+        f"unknown provider {name!r}{guess}; expected one of: {', '.join(PROVIDER_NAMES)}"
+    )
+
+
+def _did_you_mean(name: object) -> str:
+    """``" (did you mean 'anthropic'?)"`` for a name that differs from one by case, a ``_``
+    or a space for a ``-`` (``"Anthropic"``, ``"openai_responses"``) or a slip of the
+    keyboard (``"antropic"``); ``""`` when none is close."""
+    if not isinstance(name, str):
+        return ""
+    folded = "-".join(name.strip().lower().replace("_", " ").replace("-", " ").split())
+    if folded in PROVIDER_NAMES:
+        return f" (did you mean {folded!r}?)"
+    close = difflib.get_close_matches(folded, PROVIDER_NAMES, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 #: Classes already imported: ``import_module`` costs microseconds even for a loaded module,

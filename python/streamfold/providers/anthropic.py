@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
+from ..errors import ProtocolError, StreamError
 from ..events import (
     BlockEnd,
     BlockStart,
@@ -295,11 +295,21 @@ class Anthropic(Provider):
                             return
                     out.append(text_delta(template.block, kind, text, 0, frame))
                     return
-        payload = self.json_object(frame)
+        try:
+            payload = self.json_object(frame)
+        except ProtocolError:
+            if self.done_marker(frame, out):
+                # What follows is read by this method, which warns: no template reads it.
+                self._template = None
+                self._learns = 256
+                return
+            raise
         if event == "message":
             event = payload.get("type")
             if event.__class__ is not str:  # a list or an object cannot name an event
                 event = frame.event
+        if self.done_seen:
+            self.violation("event after [DONE]", out, event=event, raw=frame)
         # The hot path: a text, thinking or input fragment for an open block.
         if event == "content_block_delta":
             delta: Any = payload.get("delta")
@@ -321,7 +331,7 @@ class Anthropic(Provider):
                     return
         handler = self._ON.get(event)
         if handler is None:
-            out.append(Unknown(event_type=event, raw=frame))
+            self.unknown(event, out, frame)
             return
         if self.terminal_seen and event != "ping":
             self.violation("event after message_stop", out, event=event, raw=frame)
@@ -349,7 +359,7 @@ class Anthropic(Provider):
         if not self._started:
             self._started = True
             self.violation("stream does not begin with message_start", out, event=event)
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
 
     def _message_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         if self._started:
@@ -357,14 +367,13 @@ class Anthropic(Provider):
             return
         self._started = True
         message = p["message"]
-        out.append(
-            MessageStart(
-                id=message.get("id"),
-                model=message.get("model"),
-                role=message.get("role") or "assistant",
-                metadata=_metadata(message),
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=message.get("id"),
+            model=message.get("model"),
+            role=message.get("role") or "assistant",
+            metadata=_metadata(message),
         )
         usage = message.get("usage")
         if usage.__class__ is dict:
@@ -481,8 +490,8 @@ class Anthropic(Provider):
                 BlockStart(
                     index=index,
                     kind=kind,
-                    id=block.get("id"),
-                    name=block.get("name"),
+                    id=self.wire_str(block.get("id"), "a tool call's id", out, frame),
+                    name=self.wire_str(block.get("name"), "a tool call's name", out, frame),
                     arguments=block.get("input"),
                     extra=extra or None,
                     raw=frame,
@@ -501,8 +510,8 @@ class Anthropic(Provider):
                 BlockStart(
                     index=index,
                     kind=kind,
-                    id=block.get("id"),
-                    name=block.get("name"),
+                    id=self.wire_str(block.get("id"), "a block's id", out, frame),
+                    name=self.wire_str(block.get("name"), "a block's name", out, frame),
                     data=block,
                     raw=frame,
                 )

@@ -37,11 +37,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ..errors import ProtocolError, StreamError, StreamfoldError
 from ..events import Event, Notice
 from .base import FoldingTarget, Framing, Provider
 from .clouisle import WORKFLOW_EVENTS
 
-__all__ = ["MAX_UNDECIDED_FRAMES", "AutoProvider", "detect"]
+__all__ = [
+    "CHAT",
+    "MAX_UNDECIDED_FRAMES",
+    "AutoProvider",
+    "detect",
+    "detect_and_parse",
+    "whole_body_error",
+]
 
 #: Frames buffered without a decision before giving up.
 MAX_UNDECIDED_FRAMES = 16
@@ -189,10 +197,10 @@ def _chat_flavour(payload: dict[str, Any]) -> str:
 def detect(frame: Any, *, jsonl: bool = False) -> str | None:
     """The provider one frame reveals, :data:`CHAT` for a Chat Completions chunk of unknown
     flavour, or ``None`` when the frame alone cannot tell."""
-    return _detect(frame, jsonl=jsonl)[0]
+    return detect_and_parse(frame, jsonl=jsonl)[0]
 
 
-def _detect(frame: Any, *, jsonl: bool) -> tuple[str | None, Any]:
+def detect_and_parse(frame: Any, *, jsonl: bool) -> tuple[str | None, Any]:
     """``detect``, and the frame's data parsed (``None`` if it was not, or is not JSON): the
     chosen provider gets it with the frame rather than parsing it again."""
     if jsonl:
@@ -241,6 +249,89 @@ def _by_payload(frame: Any, payload: dict[str, Any]) -> str | None:
     if isinstance(error, dict):
         return "gemini" if "status" in error else "openai"
     return None
+
+
+#: Top-level keys of an error body beside its message (an HTTP error's JSON, sent with 200).
+ERROR_KEYS = frozenset({"message", "detail", "msg", "code", "type", "status", "id", "request_id"})
+
+
+def _completion(payload: dict[str, Any]) -> tuple[str, str, bool] | None:
+    """``(what it is, its provider, whether fold_json reads it)`` when ``payload`` is a
+    provider's non-streamed answer, whole."""
+    kind = payload.get("object")
+    if kind == "chat.completion" or (
+        isinstance(payload.get("choices"), list)
+        and any(isinstance(c, dict) and "message" in c for c in payload["choices"])
+    ):
+        return "a Chat Completions response (chat.completion)", "openai", False
+    if kind == "response" and "output" in payload:
+        return "an OpenAI Responses response", "openai-responses", False
+    if payload.get("type") == "message" and "content" in payload:
+        return "an Anthropic Messages response", "anthropic", False
+    if "candidates" in payload or "promptFeedback" in payload:
+        return "a Gemini generateContent response", "gemini", False
+    if isinstance(payload.get("message"), dict) and "finish_reason" in payload:
+        return "a Cohere v2 chat response", "cohere-v2", False
+    if isinstance(payload.get("text"), str) and ("generation_id" in payload or "meta" in payload):
+        return "a Cohere v1 chat response", "cohere-v1", False
+    if "result" in payload and isinstance(payload.get("events", []), list):
+        return "an Onecortex JSON answer", "onecortex", True
+    if payload.get("code") == 0 and isinstance(payload.get("data"), list):
+        return "a Clouisle catch-up (the run's events as one body)", "clouisle", True
+    return None
+
+
+def _error_object(payload: dict[str, Any]) -> tuple[str, Any] | None:
+    """``(message, code)`` when ``payload`` is an error body: ``{"error": …}`` (OpenAI,
+    Anthropic, Gemini), ``{"message": …}`` (Cohere), ``{"detail": …}``, ``{"code", "msg"}``."""
+    error = payload.get("error")
+    if error is not None:
+        if isinstance(error, dict):
+            message = error.get("message", error)
+            code = error.get("code", error.get("type", error.get("status")))
+            return str(message), code
+        return str(error), payload.get("code", payload.get("type"))
+    if payload.keys() <= ERROR_KEYS:
+        for key in ("message", "detail", "msg"):
+            message = payload.get(key)
+            if isinstance(message, str) and message:
+                code = payload.get("code", payload.get("type", payload.get("status")))
+                return message, code
+    return None
+
+
+def whole_body_error(payload: Any, *, position: int = 0) -> StreamfoldError | None:
+    """The error for a body that is one JSON document, not a stream (a host that ignored
+    ``"stream": true`` and answered whole, or an error object sent with status 200): a
+    ``StreamError`` with the error's own message, or a ``ProtocolError`` saying what the body
+    is and what to do; ``None`` when it is neither."""
+    if not isinstance(payload, dict):
+        return None
+    error = _error_object(payload)
+    if error is not None:
+        message, code = error
+        return StreamError(
+            message,
+            code=code if isinstance(code, (str, int)) and not isinstance(code, bool) else None,
+            provider="auto",
+            raw=payload,
+            position=position,
+        )
+    completion = _completion(payload)
+    if completion is None:
+        return None
+    what, provider, whole = completion
+    todo = (
+        f"read it with sf.fold_json(body, provider={provider!r})"
+        if whole
+        else f'send "stream": true in the request (provider={provider!r} reads its stream)'
+    )
+    return ProtocolError(
+        f"auto: the body is one JSON document, {what}, not a stream: {todo}",
+        provider="auto",
+        position=position,
+        raw=payload,
+    )
 
 
 class AutoProvider(Provider):
@@ -369,13 +460,17 @@ class AutoProvider(Provider):
             inner.handle(frame, out)
             return
         self._buffer.append((self.position, frame))
-        found, parsed = _detect(frame, jsonl=self._jsonl)
+        found, parsed = detect_and_parse(frame, jsonl=self._jsonl)
         if found == CHAT:
             self._chat = True
         elif found is not None:
             self._choose(found, frame, out, parsed)
             return
         if self._jsonl:
+            if self.position == 0:
+                whole = whole_body_error(frame)
+                if whole is not None:
+                    raise whole
             raise self.protocol_error(
                 "a JSON-lines stream whose lines are not Cohere v1 events (no event_type); "
                 "pass provider= explicitly",

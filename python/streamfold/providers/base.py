@@ -24,10 +24,12 @@ from typing import Any, ClassVar, Literal, Protocol, overload
 
 from .._core import ServerSentEvent, TemplateCut
 from ..errors import ProtocolError
-from ..events import Event, MessageEnd, Notice
+from ..events import Event, MessageEnd, MessageStart, Notice, Unknown
 from ..message import FinishReason
 
 __all__ = [
+    "ID",
+    "NAME",
     "Finishing",
     "FoldingTarget",
     "Framing",
@@ -37,6 +39,10 @@ __all__ = [
     "event_frame",
     "json_kind",
 ]
+
+#: What ``Provider.wire_str`` calls a tool call's id and name in its warnings.
+ID = "a tool call's id"
+NAME = "a tool call's name"
 
 #: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
 Framing = Literal["sse", "jsonl", "auto"]
@@ -78,6 +84,8 @@ class Provider(ABC):
         #: ``(frame, payload)``: a frame whose data was already parsed (by ``auto``, to detect
         #: the provider), handed over so that its JSON is not parsed twice. Used once.
         self.preparsed: tuple[Any, Any] | None = None
+        #: ``data: [DONE]`` came (``done_marker``).
+        self.done_seen = False
 
     @property
     def resume_param(self) -> str | None:
@@ -163,6 +171,19 @@ class Provider(ABC):
         result: dict[str, Any] = payload
         return result
 
+    def done_marker(self, frame: Any, out: list[Event]) -> bool:
+        """Whether ``frame`` is ``data: [DONE]``, the Chat Completions end marker, which hosts
+        imitating another format add to it too (OpenRouter after a Responses stream's
+        ``response.completed``): the end of the data, never an error. Called for a frame whose
+        data did not parse, so a stream without one pays nothing for it. The outcome is still
+        the terminal event's: a ``[DONE]`` before it ends a stream cut short."""
+        if frame.data != "[DONE]":
+            return False
+        if self.done_seen:
+            self.violation("second [DONE]", out, event=frame.event, raw=frame)
+        self.done_seen = True
+        return True
+
     def frame_json(self, frame: Any) -> Any:
         """``frame.json()``, unless ``preparsed`` holds this frame's payload already."""
         preparsed = self.preparsed
@@ -185,6 +206,53 @@ class Provider(ABC):
         """Where a message points: the event type when there is one, and the frame."""
         frame = f"frame {self.position}"
         return frame if event is None else f"event {event!r}, {frame}"
+
+    def start_message(
+        self,
+        out: list[Event],
+        raw: Any,
+        *,
+        id: Any = None,
+        model: Any = None,
+        role: Any = "assistant",
+        **fields: Any,
+    ) -> None:
+        """Append the ``MessageStart`` of ``fields``; an ``id``, ``model`` or ``role`` that is
+        not a string, as the documented types are, is dropped with a warning (strict mode:
+        ``ProtocolError``): a host's ``{"id": {…}}`` would otherwise reach the message."""
+        if id is not None and id.__class__ is not str:
+            id = self._wrong_type("the message id", id, None, out, raw)
+        if model is not None and model.__class__ is not str:
+            model = self._wrong_type("the model", model, None, out, raw)
+        if role.__class__ is not str:
+            role = self._wrong_type("the role", role, "assistant", out, raw)
+        out.append(MessageStart(id=id, model=model, role=role, raw=raw, **fields))
+
+    def unknown(self, event_type: Any, out: list[Event], raw: Any) -> None:
+        """Append ``Unknown(event_type)``; a name that is not a string (a JSON object where
+        the event's name goes) is dropped with a warning (strict mode: ``ProtocolError``)."""
+        if event_type is not None and event_type.__class__ is not str:
+            event_type = self._wrong_type("the event type", event_type, None, out, raw)
+        out.append(Unknown(event_type=event_type, raw=raw))
+
+    def wire_str(self, value: Any, what: str, out: list[Event], raw: Any) -> str | None:
+        """``value`` if it is a string or ``None``; any other JSON value (where a string is
+        documented: a tool call's id or name) is dropped with a warning (strict mode:
+        ``ProtocolError``)."""
+        if value is None or value.__class__ is str:
+            checked: str | None = value
+            return checked
+        self._wrong_type(what, value, None, out, raw)
+        return None
+
+    def _wrong_type(self, what: str, value: Any, default: Any, out: list[Event], raw: Any) -> Any:
+        event = getattr(raw, "event", None)
+        if event.__class__ is not str:
+            event = None
+        self.violation(
+            f"{what} is a JSON {json_kind(value)}, not a string: dropped", out, event=event, raw=raw
+        )
+        return default
 
     def violation(
         self, message: str, out: list[Event], *, event: str | None, raw: Any = None
@@ -252,14 +320,18 @@ def present(mapping: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | 
 class Finishing(Protocol):
     """A choice whose ``MessageEnd`` waits for the stream's end (``end_finished``)."""
 
-    #: ``(normalized, raw, frame)`` of its finish reason, once it came.
-    finish: tuple[FinishReason, str, Any] | None
+    @property
+    def finish(self) -> tuple[FinishReason | None, str | None, Any] | None:
+        """``(normalized, raw, frame)`` of its finish reason, once it came (``None`` for both
+        when the stream ended without one)."""
+
     #: Its ``MessageEnd`` was sent.
     closed: bool
 
 
 def end_finished(
     choices: Mapping[int, Finishing],
+    finished: list[int],
     frame: Any,
     out: list[Event],
     *,
@@ -267,6 +339,8 @@ def end_finished(
 ) -> None:
     """``MessageEnd`` for every choice that got its finish reason and has none yet, in choice
     order, with ``frame`` as its ``raw`` (``None``: the frame of its finish reason).
+    ``finished`` lists those choices (the provider appends each as it finishes); it is
+    emptied, so that each call costs what it ends, not the number of choices.
 
     For a provider whose choices (OpenAI ``n>1``, Gemini candidates) finish one by one in a
     stream that ends later: a choice's finish does not end the stream, since another choice
@@ -274,7 +348,11 @@ def end_finished(
     is announced where it arrives (``MessageDelta``) and the messages end with the stream.
     ``metadata`` (the stream's own, e.g. Chat Completions ``system_fingerprint``) goes on each
     ``MessageEnd``."""
-    for index in sorted(choices):
+    if not finished:
+        return
+    ended = sorted(finished)
+    finished.clear()
+    for index in ended:
         state = choices[index]
         finish = state.finish
         if finish is not None and not state.closed:

@@ -97,19 +97,17 @@ from ..events import (
     MediaAdded,
     MessageDelta,
     MessageEnd,
-    MessageStart,
     Notice,
     RunStatus,
     SourcesAdded,
     StepEnd,
     StepStart,
     ToolResultAdded,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, FinishReason, ToolResult, Usage
 from ._fast import text_delta
-from .base import Provider, body_error, event_frame, json_kind, present
+from .base import ID, NAME, Provider, body_error, event_frame, json_kind, present
 
 __all__ = ["FINISH_REASONS", "RUN_EVENTS", "TERMINAL_RUN_STATUSES", "WORKFLOW_EVENTS", "Clouisle"]
 
@@ -356,7 +354,7 @@ class Clouisle(Provider):
             ):
                 self._new_round(payload, frame, out)
         if handler is None:
-            out.append(Unknown(event_type=event_type, raw=frame))
+            self.unknown(event_type, out, frame)
             return
         try:
             handler(self, payload, frame, out)
@@ -399,7 +397,7 @@ class Clouisle(Provider):
         if message_id is not None:
             self._message_id = message_id
         metadata = present(p, ID_FIELDS)
-        out.append(MessageStart(id=message_id, metadata=metadata, continued=True, raw=frame))
+        self.start_message(out, frame, id=message_id, metadata=metadata, continued=True)
 
     def _start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """Synthesize ``MessageStart`` before the first agent event that is not message_start."""
@@ -409,7 +407,7 @@ class Clouisle(Provider):
             if self._round_id is None:
                 self._round_id = p.get("round_id")
             metadata = present(p, ID_FIELDS)
-            out.append(MessageStart(id=self._message_id, metadata=metadata, raw=frame))
+            self.start_message(out, frame, id=self._message_id, metadata=metadata)
 
     def _open(self, kind: BlockKind, frame: Any, out: list[Event], **fields: Any) -> int:
         if self._text is not None:
@@ -503,8 +501,8 @@ class Clouisle(Provider):
 
     def _tool_call(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._start(p, frame, out)
-        call_id = _first(p, "id", "tool_call_id", "call_id")
-        name = _first(p, "name", "tool_name")
+        call_id = self.wire_str(_first(p, "id", "tool_call_id", "call_id"), ID, out, frame)
+        name = self.wire_str(_first(p, "name", "tool_name"), NAME, out, frame)
         arguments = _first(p, "arguments", "args", "input")
         known = self._call_blocks.get(call_id) if call_id.__class__ is str else None
         if known is not None:
@@ -724,7 +722,7 @@ class Clouisle(Provider):
         if not self._started:
             self._started = True
             metadata = present(p, ("workflow_id", "workflow_name"))
-            out.append(MessageStart(metadata=metadata, raw=frame))
+            self.start_message(out, frame, metadata=metadata)
         out.append(self._status(p, frame, "running", terminal=False))
 
     def _node_name(self, p: dict[str, Any]) -> Any:

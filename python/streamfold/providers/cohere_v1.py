@@ -34,7 +34,11 @@ Citations: ``start``/``end`` are character offsets into the reply text, end-excl
 real stream (WIRE_FORMATS.md §2, §8.13); ``sources`` are the ``document_ids``. The message id
 is the ``generation_id`` of ``stream-start``; the ``response_id`` of ``stream-end.response`` is
 ``metadata["response_id"]`` of the ``MessageEnd``.
-Usage comes from ``response.meta`` (``tokens``; ``billed_units`` kept in ``Usage.raw``).
+Usage comes from ``response.meta`` (``tokens``; ``billed_units`` kept in ``Usage.raw``); streams
+from before ``meta.tokens`` give the counts in ``response.token_count`` (``prompt_tokens``,
+``response_tokens``, ``total_tokens``), read when ``meta.tokens`` is absent. ``billed_units``
+(and ``token_count.billed_tokens``) are what is billed, not what was read or written: never
+counted.
 """
 
 from __future__ import annotations
@@ -50,16 +54,14 @@ from ..events import (
     CitationAdded,
     Event,
     MessageEnd,
-    MessageStart,
     Notice,
     SourcesAdded,
-    Unknown,
     UsageUpdate,
 )
-from ..message import BlockKind, Citation, FinishReason
+from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
 from .base import Framing, Provider
-from .cohere_v2 import usage_from_tokens
+from .cohere_v2 import count_of, usage_from_tokens
 
 __all__ = ["FINISH_REASONS", "CohereV1"]
 
@@ -98,6 +100,26 @@ def _finish_reason(top: str | None, inner: Any) -> str | None:
     return top or None
 
 
+def _usage(response: dict[str, Any]) -> Usage | None:
+    """The usage of ``stream-end.response``: ``meta.tokens``, else the older
+    ``token_count``; ``None`` when it has neither (nor any ``meta``)."""
+    meta = response.get("meta")
+    token_count = response.get("token_count")
+    if token_count.__class__ is not dict or (
+        meta.__class__ is dict and meta.get("tokens").__class__ is dict
+    ):
+        return usage_from_tokens(meta) if meta else None
+    input_tokens = count_of(token_count.get("prompt_tokens"))
+    output_tokens = count_of(token_count.get("response_tokens"))
+    total = count_of(token_count.get("total_tokens"))
+    if total is None and input_tokens is not None and output_tokens is not None:
+        total = input_tokens + output_tokens
+    raw = {**meta, "token_count": token_count} if meta.__class__ is dict else token_count
+    return Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total, raw=raw
+    )
+
+
 class CohereV1(Provider):
     """Cohere Chat v1 JSON-lines stream -> events."""
 
@@ -119,6 +141,8 @@ class CohereV1(Provider):
         self._plan_parts: list[str] = []
         #: ``tool_call_delta.index`` -> block index, name and streamed parameter fragments.
         self._calls: dict[int, int] = {}
+        #: The highest of those indices (-1: none): what a fragment without one continues.
+        self._last_call = -1
         self._call_names: dict[int, str | None] = {}
         self._call_args: dict[int, list[str]] = {}
         self._generation_seen = False
@@ -139,10 +163,10 @@ class CohereV1(Provider):
         if not self._started and event_type != "stream-start":
             self.violation("stream does not begin with stream-start", out, event=event_type)
             self._started = True
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
         handler = self._ON.get(event_type) if event_type.__class__ is str else None
         if handler is None:
-            out.append(Unknown(event_type=event_type, raw=frame))
+            self.unknown(event_type, out, frame)
             return
         try:
             handler(self, frame, out)
@@ -189,7 +213,7 @@ class CohereV1(Provider):
             self.violation("second stream-start", out, event="stream-start", raw=p)
             return
         self._started = True
-        out.append(MessageStart(id=p.get("generation_id"), raw=p))
+        self.start_message(out, p, id=p.get("generation_id"))
 
     def _search_queries(self, p: dict[str, Any], out: list[Event]) -> None:
         self._queries_seen = True
@@ -254,7 +278,7 @@ class CohereV1(Provider):
         position = delta.get("index")
         if position is None:
             # No index: a name starts a new call, anything else continues the latest one.
-            last = max(self._calls, default=-1)
+            last = self._last_call
             position = last + 1 if delta.get("name") is not None or last < 0 else last
         elif position.__class__ is not int:
             raise self.protocol_error(
@@ -263,9 +287,10 @@ class CohereV1(Provider):
         block = self._calls.get(position)
         if block is None:
             self._close_plan(p, out)
-            name = delta.get("name")
+            name = self.wire_str(delta.get("name"), "a tool call's name", out, p)
             block = self._open_block("tool_call", p, out, name=name)
             self._calls[position] = block
+            self._last_call = max(self._last_call, position)
             self._call_names[position] = name
             self._call_args[position] = []
         elif block not in self._open:
@@ -311,6 +336,7 @@ class CohereV1(Provider):
                     arguments=parameters if parameters is not None else {},
                     complete=True,
                 )
+                self._last_call = max(self._last_call, position)
                 self._close(self._calls[position], frame, out)
                 continue
             if block not in self._open:
@@ -362,9 +388,9 @@ class CohereV1(Provider):
         self._complete_from_response(response, p, out)
         for index in sorted(self._open):
             self._close(index, p, out)
-        meta = response.get("meta")
-        if meta:
-            out.append(UsageUpdate(usage=usage_from_tokens(meta), raw=p))
+        usage = _usage(response)
+        if usage is not None:
+            out.append(UsageUpdate(usage=usage, raw=p))
         if raw_reason == "ERROR" or top == "ERROR":
             detail = "" if raw_reason == "ERROR" else f" (response.finish_reason {raw_reason})"
             raise StreamError(

@@ -55,9 +55,7 @@ from ..events import (
     CitationAdded,
     Event,
     MessageEnd,
-    MessageStart,
     Notice,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
@@ -101,7 +99,7 @@ CITATION_KINDS: dict[str, BlockKind] = {
 _Handler = Callable[[Any, dict[str, Any], Any, list[Event]], None]
 
 
-def _count(value: Any) -> int | None:
+def count_of(value: Any) -> int | None:
     """A token count: integers on the wire, floats in the SDK models."""
     if value.__class__ is int:
         return int(value)
@@ -115,14 +113,14 @@ def usage_from_tokens(usage: Any) -> Usage:
     tokens = usage.get("tokens") if isinstance(usage, dict) else None
     if not isinstance(tokens, dict):
         tokens = {}
-    input_tokens = _count(tokens.get("input_tokens"))
-    output_tokens = _count(tokens.get("output_tokens"))
+    input_tokens = count_of(tokens.get("input_tokens"))
+    output_tokens = count_of(tokens.get("output_tokens"))
     total = (
         input_tokens + output_tokens
         if input_tokens is not None and output_tokens is not None
         else None
     )
-    cached = _count(usage.get("cached_tokens")) if isinstance(usage, dict) else None
+    cached = count_of(usage.get("cached_tokens")) if isinstance(usage, dict) else None
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
@@ -168,10 +166,10 @@ class CohereV2(Provider):
         if not self._started and event_type != "message-start":
             self.violation("stream does not begin with message-start", out, event=event_type)
             self._started = True
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
         handler = self._ON.get(event_type)
         if handler is None:
-            out.append(Unknown(event_type=event_type, raw=frame))
+            self.unknown(event_type, out, frame)
             return
         try:
             handler(self, payload, frame, out)
@@ -228,7 +226,7 @@ class CohereV2(Provider):
             return
         self._started = True
         message = (p.get("delta") or {}).get("message") or {}
-        out.append(MessageStart(id=p.get("id"), role=message.get("role") or "assistant", raw=frame))
+        self.start_message(out, frame, id=p.get("id"), role=message.get("role") or "assistant")
 
     def _content_start(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         position = p["index"]
@@ -286,7 +284,11 @@ class CohereV2(Provider):
             self.violation(f"tool call {position} started twice", out, event="tool-call-start")
         function = call.get("function") or {}
         index = self._open_block(
-            "tool_call", frame, out, id=call.get("id"), name=function.get("name")
+            "tool_call",
+            frame,
+            out,
+            id=self.wire_str(call.get("id"), "a tool call's id", out, frame),
+            name=self.wire_str(function.get("name"), "a tool call's name", out, frame),
         )
         self._calls[position] = index
         arguments = function.get("arguments")

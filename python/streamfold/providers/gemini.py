@@ -20,9 +20,11 @@ Gemini has no block boundaries; they are made here, per candidate (``choice`` = 
   arguments=args, extra={"thoughtSignature": …})`` and ``BlockEnd``. Vertex AI
   ``streamFunctionCallArguments`` streams a call instead: ``{"name", "willContinue": true}``
   opens it, ``{"partialArgs": [{"jsonPath", "stringValue"|"numberValue"|"boolValue"|
-  "nullValue", "willContinue"}]}`` add to it (``stringValue`` pieces of one path concatenate)
-  and ``{}`` closes it; the arguments assembled from the paths are sent as one ``BlockDelta``
-  (their JSON text) right before the ``BlockEnd``. A call that never closes (``finishReason``
+  "nullValue", "willContinue"}], "willContinue": true}`` add to it (``stringValue`` pieces of
+  one path concatenate; a part of ``{"willContinue": true}`` alone only says more is coming)
+  and ``{}`` closes it, as does a last piece without ``willContinue``; the arguments
+  assembled from the paths are sent as one ``BlockDelta`` (their JSON text) right before the
+  ``BlockEnd``. A call that never closes (``finishReason``
   such as ``MAX_TOKENS`` inside it, a text part or another call before its ``{}``, an error
   chunk, the end of input or a lost connection) sends instead the JSON text of what arrived
   left open (no closing brace, the string being streamed unquoted) and no ``BlockEnd``: the
@@ -68,7 +70,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from ..errors import StreamError
+from ..errors import ProtocolError, StreamError
 from ..events import (
     BlockEnd,
     BlockStart,
@@ -77,7 +79,6 @@ from ..events import (
     MediaAdded,
     MessageDelta,
     MessageEnd,
-    MessageStart,
     Notice,
     SignatureDelta,
     SourcesAdded,
@@ -86,7 +87,7 @@ from ..events import (
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
-from .base import Provider, end_finished
+from .base import ID, NAME, Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "Gemini", "usage_from_gemini"]
 
@@ -239,6 +240,10 @@ class Gemini(Provider):
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._candidates: dict[int, _Candidate] = {}
+        #: How many of them have no ``finishReason`` yet: the outcome is decided at 0.
+        self._unfinished = 0
+        #: Those that finished and whose ``MessageEnd`` waits (``end_finished``).
+        self._finished: list[int] = []
         self._next_block = 0
         self._usage: Any = None
         #: The chunks' ``CHUNK_METADATA`` so far, for ``MessageStart`` / ``MessageEnd``.
@@ -247,9 +252,16 @@ class Gemini(Provider):
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        chunk = self.json_object(frame, blank_is_keepalive=True)
+        try:
+            chunk = self.json_object(frame, blank_is_keepalive=True)
+        except ProtocolError:
+            if self.done_marker(frame, out):
+                return
+            raise
         if chunk is None:
             return
+        if self.done_seen:
+            self.violation("data after [DONE]", out, event=frame.event, raw=frame)
         metadata = self._metadata
         for key in CHUNK_METADATA:
             value = chunk.get(key)
@@ -298,17 +310,16 @@ class Gemini(Provider):
                 )
             state = _Candidate(index)
             self._candidates[index] = state
+            self._unfinished += 1
             # A candidate that starts after the others finished undecides the outcome.
             self.terminal_seen = False
-            out.append(
-                MessageStart(
-                    id=chunk.get("responseId"),
-                    model=chunk.get("modelVersion"),
-                    role="assistant",
-                    choice=index,
-                    metadata=dict(self._metadata) or None,
-                    raw=frame,
-                )
+            self.start_message(
+                out,
+                frame,
+                id=chunk.get("responseId"),
+                model=chunk.get("modelVersion"),
+                choice=index,
+                metadata=dict(self._metadata) or None,
             )
         content = candidate.get("content")
         parts = content.get("parts") if content.__class__ is dict else None
@@ -452,29 +463,32 @@ class Gemini(Provider):
     ) -> None:
         partial = call.get("partialArgs")
         if state.call >= 0:  # a Vertex call is streaming
-            if partial:
-                self._partial_args(state, partial, frame)
-            elif not call.get("name"):
-                self._end_call(state, frame, out)  # ``{}`` closes it
-                return
-            else:
-                # The same for a new call: the open one never got its ``{}``.
-                self._cut_call(state, frame, out)
-                state.cut = True
-                self.violation(
-                    "a function call starts before the streamed one closed",
-                    out,
-                    event=frame.event,
-                    raw=frame,
-                )
-                self._function_call(state, call, signature, frame, out)
-                return
-            if signature:
-                out.append(
-                    SignatureDelta(
-                        index=state.call, signature=signature, choice=state.index, raw=frame
+            if partial or not call.get("name"):
+                if partial:
+                    self._partial_args(state, partial, frame)
+                if signature:
+                    out.append(
+                        SignatureDelta(
+                            index=state.call, signature=signature, choice=state.index, raw=frame
+                        )
                     )
-                )
+                # ``willContinue``: more is coming (Vertex sends ``{"willContinue": true}``
+                # alone between the pieces of nested arguments). Without it the call ends:
+                # at ``{}``, or at its last piece when no ``{}`` follows (as vercel/ai reads
+                # it); a ``{}`` after that is a stray one.
+                if not call.get("willContinue"):
+                    self._end_call(state, frame, out)
+                return
+            # The same for a new call: the open one never got its ``{}``.
+            self._cut_call(state, frame, out)
+            state.cut = True
+            self.violation(
+                "a function call starts before the streamed one closed",
+                out,
+                event=frame.event,
+                raw=frame,
+            )
+            self._function_call(state, call, signature, frame, out)
             return
         if partial or (not call.get("name") and not call.get("args")):
             if not call:
@@ -504,8 +518,8 @@ class Gemini(Provider):
                 BlockStart(
                     index=block,
                     kind="tool_call",
-                    id=call.get("id"),
-                    name=call.get("name"),
+                    id=self.wire_str(call.get("id"), ID, out, frame),
+                    name=self.wire_str(call.get("name"), NAME, out, frame),
                     extra=extra,
                     choice=state.index,
                     raw=frame,
@@ -517,8 +531,8 @@ class Gemini(Provider):
             BlockStart(
                 index=block,
                 kind="tool_call",
-                id=call.get("id"),
-                name=call.get("name"),
+                id=self.wire_str(call.get("id"), ID, out, frame),
+                name=self.wire_str(call.get("name"), NAME, out, frame),
                 arguments=args if args is not None else {},
                 complete=True,
                 extra=extra,
@@ -636,7 +650,7 @@ class Gemini(Provider):
         complete, then incomplete when that candidate starts. So the ``finishReason`` ends
         the candidate's blocks and announces its finish (``MessageDelta``); the message ends
         with the stream."""
-        end_finished(self._candidates, frame, out, metadata=self._metadata)
+        end_finished(self._candidates, self._finished, frame, out, metadata=self._metadata)
 
     # -- grounding --------------------------------------------------------------------------
 
@@ -722,6 +736,7 @@ class Gemini(Provider):
                 )
             )
         state.finish = (finish_reason, reason, frame)
+        self._finished.append(state.index)
         # The message ends with the stream (``_end_candidates``); its finish is known now.
         out.append(
             MessageDelta(
@@ -732,24 +747,18 @@ class Gemini(Provider):
             )
         )
         # The outcome is decided unless a candidate starts later: a cut here is no loss.
-        # A loop: ``all`` over a generator would make a function and a generator per finish.
-        ended = True
-        for s in self._candidates.values():
-            if not s.ended:
-                ended = False
-                break
-        self.terminal_seen = ended
+        self._unfinished -= 1
+        self.terminal_seen = not self._unfinished
 
     def _blocked(self, reason: Any, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = _Candidate(0)
         self._candidates[0] = state
-        out.append(
-            MessageStart(
-                id=chunk.get("responseId"),
-                model=chunk.get("modelVersion"),
-                metadata=dict(self._metadata) or None,
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=chunk.get("responseId"),
+            model=chunk.get("modelVersion"),
+            metadata=dict(self._metadata) or None,
         )
         state.ended = state.closed = True
         self.terminal_seen = True

@@ -46,11 +46,9 @@ from ..events import (
     BlockStart,
     Event,
     MessageEnd,
-    MessageStart,
     StepEnd,
     StepStart,
     ToolResultAdded,
-    Unknown,
 )
 from ..message import FinishReason, ToolResult
 from ._fast import text_delta
@@ -121,10 +119,10 @@ class Onecortex(Provider):
             return
         if not self._started:
             self._started = True
-            out.append(MessageStart(raw=frame))
+            self.start_message(out, frame)
         handler = self._ON.get(event_type) if event_type.__class__ is str else None
         if handler is None:
-            out.append(Unknown(event_type=event_type, raw=frame))
+            self.unknown(event_type, out, frame)
             return
         try:
             handler(self, payload, frame, out)

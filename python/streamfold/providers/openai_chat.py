@@ -85,7 +85,6 @@ from ..events import (
     CitationAdded,
     Event,
     MessageDelta,
-    MessageStart,
     Notice,
     Unknown,
     UsageUpdate,
@@ -93,7 +92,7 @@ from ..events import (
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta
-from .base import FoldingTarget, Provider, end_finished
+from .base import ID, NAME, FoldingTarget, Provider, end_finished
 
 __all__ = ["FINISH_REASONS", "MISTRAL_FINISH_REASONS", "Mistral", "OpenAIChat", "usage_from_openai"]
 
@@ -302,13 +301,15 @@ class _Choice:
         self.audio_block = -1
         #: Tool-call key (``tool_calls[].index``, else ``id``) -> (block index, call id).
         self.calls: dict[Any, tuple[int, Any]] = {}
-        #: Open tool-call blocks, in the order they opened.
-        self.open_calls: list[int] = []
+        #: Open tool-call blocks, in the order they opened (a dict: a fragment's block is
+        #: looked up in it, which a list of thousands of open calls made quadratic).
+        self.open_calls: dict[int, None] = {}
         self.last_call = -1
         #: The choice's ``finish_reason`` came (its blocks are closed).
         self.ended = False
-        #: ``(normalized, raw, frame)`` of that ``finish_reason``.
-        self.finish: tuple[FinishReason, str, Any] | None = None
+        #: ``(normalized, raw, frame)`` of that ``finish_reason`` (``(None, None, frame)``:
+        #: the stream ended with none).
+        self.finish: tuple[FinishReason | None, str | None, Any] | None = None
         #: Its ``MessageEnd`` was sent (``_end_choices``).
         self.closed = False
 
@@ -322,6 +323,10 @@ class OpenAIChat(Provider):
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._choices: dict[int, _Choice] = {}
+        #: How many of them have no ``finish_reason`` yet: the outcome is decided at 0.
+        self._unfinished = 0
+        #: Those that finished and whose ``MessageEnd`` waits (``end_finished``).
+        self._finished: list[int] = []
         self._done = False
         #: The chunk template tried first: the one that read or was learned last.
         self._template: ChunkTemplate | None = None
@@ -612,7 +617,30 @@ class OpenAIChat(Provider):
         if self._done:
             self.violation("second [DONE]", out, event=frame.event, raw=frame)
         self._done = True
+        if not self.terminal_seen and self._choices:
+            self._end_unfinished(frame, out)
         self._end_choices(frame, out)
+
+    def _end_unfinished(self, frame: Any, out: list[Event]) -> None:
+        """``[DONE]`` before some choice's ``finish_reason``: hosts that never send one
+        (Snowflake Cortex) end their streams so. The connection was not cut, the host ended
+        the stream: the choice ends here with no finish reason, and a warning says the host
+        sent none (strict mode refuses the stream)."""
+        unfinished = [state for state in self._choices.values() if not state.ended]
+        numbers = ", ".join(str(state.index) for state in unfinished)
+        self.violation(
+            f"[DONE] before a finish_reason for choice {numbers}: the host sent none, so the "
+            "answer's end is not known to be the model's",
+            out,
+            event=frame.event,
+            raw=frame,
+        )
+        for state in unfinished:
+            self._close_blocks(state, frame, out)
+            state.finish = (None, None, frame)
+            self._finished.append(state.index)
+        self._unfinished = 0
+        self.terminal_seen = True
 
     def _end_choices(self, frame: Any, out: list[Event]) -> None:
         """``MessageEnd`` for every choice that got its ``finish_reason`` and has none yet
@@ -625,7 +653,7 @@ class OpenAIChat(Provider):
         starts, then complete again, and its usage would come after its end. So the
         ``finish_reason`` chunk ends the choice's blocks and announces the finish
         (``MessageDelta``); the message ends with the stream."""
-        end_finished(self._choices, frame, out, metadata=self._metadata)
+        end_finished(self._choices, self._finished, frame, out, metadata=self._metadata)
 
     # -- message, blocks ---------------------------------------------------------------------
 
@@ -636,16 +664,16 @@ class OpenAIChat(Provider):
             )
         state = _Choice(index)
         self._choices[index] = state
+        self._unfinished += 1
         # A choice that starts after the others finished undecides the outcome (n>1).
         self.terminal_seen = False
-        out.append(
-            MessageStart(
-                id=chunk.get("id") or None,
-                model=chunk.get("model") or None,
-                choice=index,
-                metadata=dict(self._metadata) or None,
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=chunk.get("id") or None,
+            model=chunk.get("model") or None,
+            choice=index,
+            metadata=dict(self._metadata) or None,
         )
         return state
 
@@ -907,11 +935,15 @@ class OpenAIChat(Provider):
     ) -> None:
         """One ``tool_calls`` entry, keyed by ``index`` (else ``id``)."""
         call_id = _given(call.get("id"))
+        if call_id is not None and call_id.__class__ is not str:
+            call_id = self.wire_str(call_id, ID, out, frame)
         key = call.get("index")
         if key is None:
             key = call_id
         function = call.get("function") or {}
         name = _given(function.get("name"))
+        if name is not None and name.__class__ is not str:
+            name = self.wire_str(name, NAME, out, frame)
         arguments = function.get("arguments")
         known = state.calls.get(key) if key is not None else None
         if known is not None and (call_id is None or call_id == known[1]):
@@ -931,7 +963,7 @@ class OpenAIChat(Provider):
             extra = {"function_call": True} if key == "function_call" else None
             block = self._open(state, "tool_call", frame, out, id=call_id, name=name, extra=extra)
             state.calls[key if key is not None else ("block", block)] = (block, call_id)
-            state.open_calls.append(block)
+            state.open_calls[block] = None
             state.last_call = block
         if block not in state.open_calls:
             self.violation(
@@ -957,15 +989,12 @@ class OpenAIChat(Provider):
         if state.ended:
             # OpenRouter repeats the finishing chunk (empty delta); content was checked above.
             return
-        self._close_prose(state, frame, out)
-        self._end_audio(state, frame, out)
-        for block in state.open_calls:
-            out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
-        state.open_calls.clear()
-        state.ended = True
+        self._close_blocks(state, frame, out)
+        self._unfinished -= 1
         raw_reason = reason if reason.__class__ is str else str(reason)
         finish = self.finish_reasons.get(raw_reason, "other")
         state.finish = (finish, raw_reason, frame)
+        self._finished.append(state.index)
         # The message ends with the stream (``_end_choices``); its finish is known now.
         out.append(
             MessageDelta(
@@ -975,13 +1004,16 @@ class OpenAIChat(Provider):
         if self._done:
             self._end_choices(frame, out)  # a choice after ``[DONE]`` (a violation): ends now
         # The outcome is decided: whatever comes before [DONE] is kept, a cut is no loss.
-        # A loop: ``all`` over a generator would make a function and a generator per finish.
-        ended = True
-        for s in self._choices.values():
-            if not s.ended:
-                ended = False
-                break
-        self.terminal_seen = ended
+        self.terminal_seen = not self._unfinished
+
+    def _close_blocks(self, state: _Choice, frame: Any, out: list[Event]) -> None:
+        """End the choice's open blocks: it has ended."""
+        self._close_prose(state, frame, out)
+        self._end_audio(state, frame, out)
+        for block in state.open_calls:
+            out.append(BlockEnd(index=block, kind="tool_call", choice=state.index, raw=frame))
+        state.open_calls.clear()
+        state.ended = True
 
     def _error(self, chunk: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """An error in the stream: keep the usage of the same chunk, then raise."""
@@ -1013,6 +1045,8 @@ class Mistral(OpenAIChat):
         self, state: _Choice, call: dict[str, Any], frame: Any, out: list[Event]
     ) -> None:
         call_id = _given(call.get("id"))
+        if call_id is not None and call_id.__class__ is not str:
+            call_id = self.wire_str(call_id, ID, out, frame)
         if call_id is None or call_id == "null":  # no id, or the SDK's default one
             # A fragment of a call streamed OpenAI-style (the seed's example, Qwen's "id": "").
             super()._tool_call(state, {**call, "id": None}, frame, out)
@@ -1034,7 +1068,7 @@ class Mistral(OpenAIChat):
                 frame,
                 out,
                 id=call_id,
-                name=function.get("name"),
+                name=self.wire_str(function.get("name"), NAME, out, frame),
                 arguments=parsed,
                 complete=True,
                 text=arguments,
@@ -1049,9 +1083,10 @@ class Mistral(OpenAIChat):
         key = call.get("index")
         if key is not None and key in state.calls:
             key = None  # every entry with an id is a new call, whatever its index
-        block = self._open(state, "tool_call", frame, out, id=call_id, name=function.get("name"))
+        name = self.wire_str(function.get("name"), NAME, out, frame)
+        block = self._open(state, "tool_call", frame, out, id=call_id, name=name)
         state.calls[key if key is not None else ("id", call_id, block)] = (block, call_id)
-        state.open_calls.append(block)
+        state.open_calls[block] = None
         state.last_call = block
         if arguments:
             out.append(

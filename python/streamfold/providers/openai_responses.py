@@ -67,7 +67,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
+from ..errors import ProtocolError, StreamError
 from ..events import (
     BlockDelta,
     BlockEnd,
@@ -75,16 +75,14 @@ from ..events import (
     CitationAdded,
     Event,
     MessageEnd,
-    MessageStart,
     Notice,
     SignatureDelta,
-    Unknown,
     UsageUpdate,
 )
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import NumberedTemplate
 from ._fast import text_delta
-from .base import Provider, present
+from .base import ID, NAME, Provider, present
 
 __all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
 
@@ -363,10 +361,20 @@ class OpenAIResponses(Provider):
             handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
-        payload = self.json_object(frame)
+        try:
+            payload = self.json_object(frame)
+        except ProtocolError:
+            if self.done_marker(frame, out):
+                # What follows is read by this method, which warns: no template reads it.
+                self._template = None
+                self._learns = 256
+                return
+            raise
         event = payload.get("type")
         if event.__class__ is not str:
             event = frame.event
+        if self.done_seen:
+            self.violation("event after [DONE]", out, event=event, raw=frame)
         sequence = payload.get("sequence_number")
         if sequence.__class__ is int:
             if self.sequence is not None and sequence <= self.sequence:
@@ -393,7 +401,7 @@ class OpenAIResponses(Provider):
             elif event.startswith(PROGRESS_PREFIXES):
                 out.append(Notice(kind="tool_progress", message=event, data=payload, raw=frame))
             else:
-                out.append(Unknown(event_type=event, raw=frame))
+                self.unknown(event, out, frame)
         except (AttributeError, TypeError, KeyError) as exc:
             raise self.protocol_error(
                 f"malformed payload ({exc.__class__.__name__}: {exc})", event=event, raw=frame
@@ -405,13 +413,12 @@ class OpenAIResponses(Provider):
         self._started = True
         if response.__class__ is not dict:
             response = {}
-        out.append(
-            MessageStart(
-                id=response.get("id"),
-                model=response.get("model"),
-                metadata=_response_metadata(response),
-                raw=frame,
-            )
+        self.start_message(
+            out,
+            frame,
+            id=response.get("id"),
+            model=response.get("model"),
+            metadata=_response_metadata(response),
         )
 
     def _created(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -426,6 +433,8 @@ class OpenAIResponses(Provider):
         usage = response.get("usage")
         if usage.__class__ is dict:
             out.append(UsageUpdate(usage=usage_from_responses(usage), raw=frame))
+        if p["type"] == "response.completed" and status in ("completed", None):
+            self._end_items(response, frame, out)
         self._release_all(frame, out)
         for block in sorted(self._empty_done):
             self._close(block, frame, out)  # its item's text never came: it stays empty
@@ -531,12 +540,11 @@ class OpenAIResponses(Provider):
             extra: dict[str, Any] = {"item_id": item_id}
             if item_type == "custom_tool_call":
                 extra["custom"] = True
-            call_id = item.get("call_id")
-            if call_id is not None and call_id.__class__ is not str:
-                raise TypeError(f"item.call_id is {type(call_id).__name__}, not a string")
+            call_id = self.wire_str(item.get("call_id"), ID, out, frame)
+            name = self.wire_str(item.get("name"), NAME, out, frame)
             state.kind = "tool_call"
             state.block = self._open_block(
-                "tool_call", frame, out, id=call_id, name=item.get("name"), extra=extra
+                "tool_call", frame, out, id=call_id, name=name, extra=extra
             )
             initial = item.get("arguments") or item.get("input")
             if initial and initial.__class__ is str:
@@ -566,8 +574,26 @@ class OpenAIResponses(Provider):
                 raw=frame,
             )
             return
+        self._end_item(state, p.get("item"), frame, out)
+
+    def _end_items(self, response: dict[str, Any], frame: Any, out: list[Event]) -> None:
+        """``response.completed`` ends the items that got no ``output_item.done``, with their
+        final form from ``response.output`` where it has one. OpenAI sends none for some
+        items (``mcp_list_tools``): the finished response closes what is open."""
+        output = response.get("output")
+        if output.__class__ is not list:
+            output = []
+        for output_index, state in self._items.items():
+            if not state.done:
+                at = output_index if output_index.__class__ is int else -1
+                item = output[at] if 0 <= at < len(output) else None
+                if item.__class__ is not dict or item.get("type") != state.item_type:
+                    item = None
+                self._end_item(state, item, frame, out)
+
+    def _end_item(self, state: _Item, item: Any, frame: Any, out: list[Event]) -> None:
+        """The item is finished (``item``: its final form, if known): its blocks close."""
         state.done = True
-        item = p.get("item")
         if item.__class__ is dict:
             self._fill_from_item(state, item, frame, out)
         for block, _kind in state.parts.values():
