@@ -11,7 +11,15 @@ See the README for the full manual.
 
 from __future__ import annotations
 
-from ._core import JsonAccumulator, JsonChange, JsonLinesDecoder, ServerSentEvent, SSEDecoder
+from ._core import (
+    JsonAccumulator,
+    JsonChange,
+    JsonLinesDecoder,
+    ServerSentEvent,
+    SSEDecoder,
+    encode_sse,
+    encode_sse_comment,
+)
 from ._core import __version__ as __version__
 from .api import aevents, events
 from .errors import (
@@ -113,6 +121,8 @@ __all__ = [
     "afold_resumable",
     "aiter_json_lines",
     "aiter_sse",
+    "encode_sse",
+    "encode_sse_comment",
     "astream",
     "events",
     "events_json",
