@@ -57,6 +57,7 @@ from .folder import Folder
 from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
 from .http import AsyncEventStream, EventStream, astream, stream
 from .jsonbody import events_json, fold_json
+from .jsonform import event_from_dict
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
@@ -124,6 +125,7 @@ __all__ = [
     "encode_sse",
     "encode_sse_comment",
     "astream",
+    "event_from_dict",
     "events",
     "events_json",
     "events_resumable",
