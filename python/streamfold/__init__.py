@@ -61,6 +61,7 @@ from .jsonform import event_from_dict
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
+from .writers import Writer
 from .resumable import (
     Cursor,
     IdleTimeoutError,
@@ -116,6 +117,7 @@ __all__ = [
     "Unknown",
     "Usage",
     "UsageUpdate",
+    "Writer",
     "aevents",
     "aevents_resumable",
     "afold",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import anthropic, openai_chat
+from . import anthropic, cohere_v2, gemini, openai_chat, openai_responses
 from .base import WRITERS, Writer
 
-__all__ = ["WRITERS", "Writer", "anthropic", "openai_chat"]
+__all__ = ["WRITERS", "Writer", "anthropic", "cohere_v2", "gemini", "openai_chat", "openai_responses"]
