@@ -61,6 +61,7 @@ from .jsonform import event_from_dict
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
+from .relay import AsyncRelay, Relay, arelay, relay
 from .writers import Writer
 from .resumable import (
     Cursor,
@@ -74,6 +75,7 @@ from .resumable import (
 __all__ = [
     "PROVIDER_NAMES",
     "AsyncEventStream",
+    "AsyncRelay",
     "Block",
     "BlockDelta",
     "BlockEnd",
@@ -101,6 +103,7 @@ __all__ = [
     "Notice",
     "Pipeline",
     "ProtocolError",
+    "Relay",
     "RunStatus",
     "SSEDecoder",
     "ServerSentEvent",
@@ -122,6 +125,7 @@ __all__ = [
     "aevents_resumable",
     "afold",
     "afold_resumable",
+    "arelay",
     "aiter_json_lines",
     "aiter_sse",
     "encode_sse",
@@ -136,5 +140,6 @@ __all__ = [
     "fold_resumable",
     "iter_json_lines",
     "iter_sse",
+    "relay",
     "stream",
 ]
