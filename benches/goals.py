@@ -345,7 +345,10 @@ def _writers(tables: Tables) -> list[Verdict]:
             "24",
             "Writer ≥ 3x a hand-written Python writer (dict + json.dumps + f-string)",
             [
-                (f"{source} events", _ratio(tables, f"writer | {source} events as openai chunks", hand))
+                (
+                    f"{source} events",
+                    _ratio(tables, f"writer | {source} events as openai chunks", hand),
+                )
                 for source in ("anthropic", "openai")
             ],
             3.0,
@@ -372,7 +375,9 @@ def _writers(tables: Tables) -> list[Verdict]:
         Verdict(
             "24",
             "relay ≥ 20x less CPU than LiteLLM's CustomStreamWrapper for the same translation",
-            "not measured (the LiteLLM row is not written yet)" if ratio is None else f"{ratio:.1f}x",
+            "not measured (the LiteLLM row is not written yet)"
+            if ratio is None
+            else f"{ratio:.1f}x",
             "not measured" if ratio is None else ("met" if ratio >= 20 else "not met"),
         )
     )

@@ -962,9 +962,9 @@ def render(
             tables,
             "writer",
             "Writers",
-            "`sf.Writer(\"openai\")` writing a stream's events as Chat Completions chunks, "
+            '`sf.Writer("openai")` writing a stream\'s events as Chat Completions chunks, '
             "beside a hand-written Python writer (the chunk `dict`, `json.dumps`, "
-            "`f\"data: ...\\n\\n\"`) for the same events. Goal (issue 24): at least 3x.",
+            '`f"data: ...\\n\\n"`) for the same events. Goal (issue 24): at least 3x.',
         ),
         _section_timed(
             tables,

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id
 from streamfold.cli_demo import EXAMPLES, load_example
-
-import streamfold as sf
 
 
 @dataclass(frozen=True)
@@ -32,9 +31,7 @@ def cases() -> list[Case]:
         Case(capture_id(p), CAPTURE_PROVIDER[p.parent.name], p.read_bytes())
         for p in capture_files()
     ]
-    found += [
-        Case(f"example/{e.file}", e.provider, load_example(e.file).data) for e in EXAMPLES
-    ]
+    found += [Case(f"example/{e.file}", e.provider, load_example(e.file).data) for e in EXAMPLES]
     return found
 
 

@@ -97,8 +97,10 @@ def test_an_upstream_failure_is_written_then_raised() -> None:
         for chunk in r:
             got.append(chunk)
     assert b'"error":{"message":"Overloaded","type":"overloaded_error"' in got[-1]
-    assert r.message is info.value.partial
-    assert r.message is not None and r.message.text == info.value.partial.text
+    message = r.message
+    assert message is info.value.partial
+    assert message is not None
+    assert message.text.startswith("Here is a summary of the quarterly report:")
 
 
 def test_a_lost_connection_is_written_as_an_error_then_raised() -> None:
@@ -178,11 +180,16 @@ async def test_relay_of_an_http_response(stream_server: StreamServer) -> None:
         r = sf.arelay(response, provider="gemini", to="openai-responses")
         out = b"".join([chunk async for chunk in r])
     m = sf.fold([out], provider="openai-responses")
-    assert r.message is not None
-    assert (m.text, m.reasoning, m.usage) == (r.message.text, r.message.reasoning, m.usage)
+    message = r.message
+    assert message is not None and m.usage is not None and message.usage is not None
+    assert (m.text, m.reasoning) == (message.text, message.reasoning)
+    assert (m.usage.input_tokens, m.usage.output_tokens) == (
+        message.usage.input_tokens,
+        message.usage.output_tokens,
+    )
     assert m.text == "Water boils at 100 °C (212 °F) at sea level."
-    with httpx.Client() as client, client.stream("GET", url) as response:
-        sync = sf.relay(response, provider="gemini", to="openai-responses")
+    with httpx.Client() as sync_client, sync_client.stream("GET", url) as sync_response:
+        sync = sf.relay(sync_response, provider="gemini", to="openai-responses")
         assert b"".join(sync) == out
 
 
@@ -234,9 +241,12 @@ def test_example_app_serves_openai_chunks_from_an_anthropic_stream(
     relay_server: tuple[Uvicorn, Any],
 ) -> None:
     server, app = relay_server
-    with httpx.Client() as client, client.stream(
-        "POST", f"{server.url}/v1/chat/completions", json={"messages": []}
-    ) as response:
+    with (
+        httpx.Client() as client,
+        client.stream(
+            "POST", f"{server.url}/v1/chat/completions", json={"messages": []}
+        ) as response,
+    ):
         assert response.headers["content-type"].startswith("text/event-stream")
         message = sf.fold(response, provider="openai")
     want = sf.fold([(ROOT / "examples/anthropic_thinking.sse").read_bytes()], provider="anthropic")
@@ -264,9 +274,10 @@ def test_example_app_closes_the_upstream_when_the_client_goes_away(
     # The upstream sends its first events, then stalls for 30 s.
     url = stream_server.url("/example/anthropic_thinking.sse", rid=rid, stall=30, stall_at=600)
     with Uvicorn(module.make_app(url)) as server:
-        with httpx.Client() as client, client.stream(
-            "POST", f"{server.url}/v1/chat/completions", json={}
-        ) as response:
+        with (
+            httpx.Client() as client,
+            client.stream("POST", f"{server.url}/v1/chat/completions", json={}) as response,
+        ):
             first = next(response.iter_bytes())
             assert first.startswith(b"data: ")
         # The client is gone: the upstream's server sees its connection closed, while the
@@ -279,8 +290,11 @@ def test_example_app_writes_an_upstream_error_as_an_openai_error(
 ) -> None:
     module = load_app_module()
     url = stream_server.url("/example/anthropic_overloaded_error.sse")
-    with Uvicorn(module.make_app(url)) as server, httpx.Client() as client:
-        with client.stream("POST", f"{server.url}/v1/chat/completions", json={}) as response:
-            with pytest.raises(sf.StreamError, match="Overloaded") as info:
-                sf.fold(response, provider="openai")
+    with (
+        Uvicorn(module.make_app(url)) as server,
+        httpx.Client() as client,
+        client.stream("POST", f"{server.url}/v1/chat/completions", json={}) as response,
+        pytest.raises(sf.StreamError, match="Overloaded") as info,
+    ):
+        sf.fold(response, provider="openai")
     assert info.value.code == "overloaded_error"

@@ -25,7 +25,10 @@ TARGETS = ("openai", "mistral", "anthropic", "gemini", "cohere-v2", "openai-resp
 WHOLE_CALLS = frozenset({"mistral", "gemini"})
 #: Formats whose usage comes only with their terminal event (or, for Responses, not with its
 #: failure either): a stream cut before it, or failed, has no place for it.
-USAGE_AT_END = {"cohere-v2": ("IncompleteStreamError",), "openai-responses": ("IncompleteStreamError", "StreamError")}
+USAGE_AT_END = {
+    "cohere-v2": ("IncompleteStreamError",),
+    "openai-responses": ("IncompleteStreamError", "StreamError"),
+}
 
 
 def case(name: str) -> Case:
@@ -73,10 +76,11 @@ def test_what_is_written_reads_without_warnings_in_any_split(case: Case, target:
     whole = fold_bytes(body, target)
     assert whole[0].warnings == []
     bytewise = [body[i : i + 1] for i in range(len(body))]
+    split: tuple[Any, BaseException | None]
     try:
         split = sf.fold(bytewise, provider=target), None
     except sf.StreamfoldError as exc:
-        split = exc.partial, exc  # type: ignore[attr-defined]
+        split = getattr(exc, "partial", None), exc
     assert split[0] == whole[0]
     assert type(split[1]) is type(whole[1])
 
@@ -142,7 +146,7 @@ def test_an_in_stream_error_is_the_targets_error(target: str) -> None:
         sf.fold([body], provider=target)
     assert info.value.message == source_error.message
     assert info.value.code == source_error.code
-    assert info.value.partial.text == source_error.partial.text  # type: ignore[attr-defined]
+    assert info.value.partial.text == source_error.partial.text
 
 
 def test_an_error_that_is_not_a_stream_error_is_written_with_its_text() -> None:

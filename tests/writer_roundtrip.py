@@ -97,10 +97,9 @@ def summary(m: sf.Message, exc: BaseException | None, *, same: bool) -> dict[str
         }
         if isinstance(exc, sf.StreamError):
             out["error_code"] = exc.code
-    else:
-        # A finish announced before a cut (Anthropic message_delta) has no place in a format
-        # whose finish is its terminal event, and an error decides the finish of some formats:
-        # compared where the stream ended well.
-        if outcome is None:
-            out["finish"] = None if m.finish_reason is None else FINISH_CLASS[m.finish_reason]
+    # A finish announced before a cut (Anthropic message_delta) has no place in a format
+    # whose finish is its terminal event, and an error decides the finish of some formats:
+    # compared where the stream ended well.
+    elif outcome is None:
+        out["finish"] = None if m.finish_reason is None else FINISH_CLASS[m.finish_reason]
     return out

@@ -56,7 +56,9 @@ def make_app(upstream_url: str, *, provider: str = "anthropic", to: str = "opena
             downstream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
         )
 
-    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])], lifespan=lifespan)
+    app = Starlette(
+        routes=[Route("/v1/chat/completions", chat, methods=["POST"])], lifespan=lifespan
+    )
     app.state.messages = []
     return app
 

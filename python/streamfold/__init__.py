@@ -62,7 +62,6 @@ from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
 from .relay import AsyncRelay, Relay, arelay, relay
-from .writers import Writer
 from .resumable import (
     Cursor,
     IdleTimeoutError,
@@ -71,6 +70,7 @@ from .resumable import (
     events_resumable,
     fold_resumable,
 )
+from .writers import Writer
 
 __all__ = [
     "PROVIDER_NAMES",
@@ -125,12 +125,12 @@ __all__ = [
     "aevents_resumable",
     "afold",
     "afold_resumable",
-    "arelay",
     "aiter_json_lines",
     "aiter_sse",
+    "arelay",
+    "astream",
     "encode_sse",
     "encode_sse_comment",
-    "astream",
     "event_from_dict",
     "events",
     "events_json",

@@ -266,9 +266,7 @@ def _one_message(m: Message, raw: bool) -> dict[str, Any]:
     out["steps"] = [_step(s, raw) for s in m.steps]
     out["usage"] = _usage(m.usage)
     out["pending_tool_call"] = _call(m.pending_tool_call)
-    out["notices"] = [
-        event_to_dict(n, raw=raw) if isinstance(n, Event) else n for n in m.notices
-    ]
+    out["notices"] = [event_to_dict(n, raw=raw) if isinstance(n, Event) else n for n in m.notices]
     return out
 
 

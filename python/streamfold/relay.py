@@ -19,7 +19,7 @@ One driver (:class:`_Core`) does the work; the two shells only read the transpor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from types import TracebackType
 
 from .events import Event
@@ -136,7 +136,7 @@ class Relay(_Shell):
         self._core = core
         self._run = self._drive(source)
 
-    def _drive(self, source: Chunks) -> Iterator[bytes]:
+    def _drive(self, source: Chunks) -> Generator[bytes, None, None]:
         core = self._core
         try:
             with sync_byte_chunks(source, core.name) as chunks:
@@ -184,7 +184,7 @@ class AsyncRelay(_Shell):
         self._core = core
         self._run = self._drive(source)
 
-    async def _drive(self, source: AsyncChunks) -> AsyncIterator[bytes]:
+    async def _drive(self, source: AsyncChunks) -> AsyncGenerator[bytes, None]:
         core = self._core
         try:
             async with async_byte_chunks(source, core.name) as chunks:
@@ -248,4 +248,3 @@ def arelay(
 ) -> AsyncRelay:
     """Async twin of :func:`relay` (asyncio and trio alike)."""
     return AsyncRelay(source, _Core(provider, to, strict, max_event_bytes))
-

@@ -95,19 +95,15 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
         if done {
             return None;
         }
-        match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
-            Some(offset) => {
-                let end = start + offset;
-                let line = &text[start..end];
-                let crlf = bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n');
-                start = end + if crlf { 2 } else { 1 };
-                Some(line)
-            }
-            None => {
-                done = true;
-                Some(&text[start..])
-            }
-        }
+        let Some(offset) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) else {
+            done = true;
+            return Some(&text[start..]);
+        };
+        let end = start + offset;
+        let line = &text[start..end];
+        let crlf = bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n');
+        start = end + if crlf { 2 } else { 1 };
+        Some(line)
     })
 }
 

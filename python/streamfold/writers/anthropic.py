@@ -245,6 +245,3 @@ class AnthropicWriter(Writer):
         MessageDelta: message_delta,
         MessageEnd: message_end,
     }
-
-
-

@@ -83,17 +83,17 @@ class Writer:
     #: Event class -> handler, filled by each writer's ``handlers``.
     _dispatch: ClassVar[dict[type[Event], Callable[[Any, Any], bytes]]] = {}
 
-    def __new__(cls, provider: str | None = None, *, source: str | None = None) -> Writer:  # noqa: ARG004
-        if cls is Writer:
-            if provider is None:
-                raise TypeError("Writer(provider): name the provider to write")
-            target = WRITERS.get(provider)
-            if target is None:
-                raise ValueError(
-                    f"no writer for provider {provider!r}; writers: {', '.join(sorted(WRITERS))}"
-                )
-            cls = target
-        return object.__new__(cls)
+    def __new__(cls, provider: str | None = None, *, source: str | None = None) -> Writer:
+        if cls is not Writer:
+            return object.__new__(cls)
+        if provider is None:
+            raise TypeError("Writer(provider): name the provider to write")
+        target = WRITERS.get(provider)
+        if target is None:
+            raise ValueError(
+                f"no writer for provider {provider!r}; writers: {', '.join(sorted(WRITERS))}"
+            )
+        return object.__new__(target)
 
     def __init__(self, provider: str | None = None, *, source: str | None = None) -> None:
         if provider is not None and WRITERS.get(provider) is not type(self):
@@ -169,4 +169,3 @@ class Writer:
         if raw is not None and self.own_finish_values.get(raw) == reason:
             return raw
         return self.finish_values.get(reason or "stop", self.finish_values["stop"])
-

@@ -148,7 +148,9 @@ class CohereV2Writer(Writer):
 
     def _call_delta(self, index: int, fragment: str) -> bytes:
         delta = {"message": {"tool_calls": {"function": {"arguments": fragment}}}}
-        return sse_named("tool-call-delta", {"type": "tool-call-delta", "index": index, "delta": delta})
+        return sse_named(
+            "tool-call-delta", {"type": "tool-call-delta", "index": index, "delta": delta}
+        )
 
     def block_delta(self, ev: BlockDelta) -> bytes:
         found = self._templates.get(ev.index) if ev.choice == 0 else None

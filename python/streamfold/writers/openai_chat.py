@@ -86,7 +86,7 @@ class _Choice:
 
 class OpenAIChatWriter(Writer):
     name = "openai"
-    aliases = ("openai-chat",)
+    aliases: ClassVar[tuple[str, ...]] = ("openai-chat",)
     finish_values: ClassVar[dict[FinishReason, str]] = {
         "stop": "stop",
         "length": "length",
@@ -277,7 +277,9 @@ class MistralWriter(OpenAIChatWriter):
 
     def _text_delta(self, kind: str) -> dict[str, Any] | None:
         if kind == "reasoning":
-            return {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": _MARK}]}]}
+            return {
+                "content": [{"type": "thinking", "thinking": [{"type": "text", "text": _MARK}]}]
+            }
         if kind == "refusal":
             return None
         return super()._text_delta(kind)

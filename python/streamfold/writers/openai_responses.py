@@ -116,6 +116,8 @@ class OpenAIResponsesWriter(Writer):
             return self.drop("block:choice")
         n = len(self._items)
         kind = ev.kind
+        item: dict[str, Any]
+        extra: tuple[dict[str, Any], bytes] | None
         if kind in ("text", "refusal"):
             item = {
                 "id": self._item_id(ev, "msg"),
@@ -129,7 +131,9 @@ class OpenAIResponsesWriter(Writer):
                 if kind == "text"
                 else {"type": "refusal", "refusal": ""}
             )
-            delta_name = "response.output_text.delta" if kind == "text" else "response.refusal.delta"
+            delta_name = (
+                "response.output_text.delta" if kind == "text" else "response.refusal.delta"
+            )
             extra = (
                 {"part": part, "content_index": 0},
                 b',"content_index":0,"delta":"',
@@ -214,7 +218,9 @@ class OpenAIResponsesWriter(Writer):
             )
             done = "response.output_text.done" if key == "text" else "response.refusal.done"
             out += self._event(done, {**ids, "content_index": 0, key: text})
-            out += self._event("response.content_part.done", {**ids, "content_index": 0, "part": part})
+            out += self._event(
+                "response.content_part.done", {**ids, "content_index": 0, "part": part}
+            )
             item["status"] = "completed"
             item["content"] = [part]
         elif state.kind == "reasoning":
