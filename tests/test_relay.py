@@ -298,3 +298,46 @@ def test_example_app_writes_an_upstream_error_as_an_openai_error(
     ):
         sf.fold(response, provider="openai")
     assert info.value.code == "overloaded_error"
+
+
+class FakeClock:
+    """A clock read once at the start and once per upstream read: each read ``step`` later."""
+
+    def __init__(self, steps: list[float]) -> None:
+        self.steps = iter(steps)
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += next(self.steps)
+        return self.now
+
+
+def test_timing_of_the_upstream() -> None:
+    reads = [
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n',
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n',
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"lo"}}]}\n\n',
+        b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    # Start at 0; reads at 0.5, 0.75 (first token), 3.75 (last token, after a 3 s gap),
+    # 4.0 and 4.25.
+    clock = FakeClock([0.0, 0.5, 0.25, 3.0, 0.25, 0.25])
+    r = sf.relay(reads, provider="openai", to="anthropic", clock=clock)
+    assert r.timing == sf.StreamTiming(None, None, None, None, 0)
+    b"".join(r)
+    assert r.timing == sf.StreamTiming(
+        first_byte=0.5, first_token=0.75, last_token=3.75, largest_gap=3.0, reads=5
+    )
+
+
+@pytest.mark.anyio
+async def test_timing_of_the_async_relay() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+
+    r = sf.arelay(chunks(), provider="openai", clock=FakeClock([1.0, 2.0]))
+    with pytest.raises(sf.IncompleteStreamError):
+        async for _ in r:
+            pass
+    assert r.timing == sf.StreamTiming(2.0, 2.0, 2.0, 0.0, 1)

@@ -61,7 +61,7 @@ from .jsonform import event_from_dict
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
-from .relay import AsyncRelay, Relay, arelay, relay
+from .relay import AsyncRelay, Relay, StreamTiming, arelay, relay
 from .resumable import (
     Cursor,
     IdleTimeoutError,
@@ -113,6 +113,7 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "StreamError",
+    "StreamTiming",
     "StreamfoldError",
     "ToolCall",
     "ToolResult",

@@ -14,15 +14,24 @@ stream that merely stops, and then raised from the iteration as ``fold`` raises 
 ``aclose()``, leaving its ``with`` block, or the downstream client going away) closes the
 upstream at once.
 
+Timing: ``.timing`` is a :class:`StreamTiming` of the upstream as the relay read it, by a
+monotonic clock (``time.monotonic``; ``clock=`` takes another): seconds from the relay's
+first read to the first bytes, to the first and the last read that carried content (a text,
+reasoning, refusal, tool-plan or tool-call delta, or a block that came with its text or whole
+arguments), and the longest wait between two reads from the first byte on. One clock reading
+per upstream read, cheap enough to be always on.
+
 One driver (:class:`_Core`) does the work; the two shells only read the transport.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator
+import time
+from collections.abc import AsyncGenerator, Callable, Generator
+from dataclasses import dataclass
 from types import TracebackType
 
-from .events import Event
+from .events import BlockDelta, BlockStart, Event
 from .fold import _failure, _result
 from .folder import Folder
 from .message import Message
@@ -30,15 +39,98 @@ from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 from .writers import Writer
 
-__all__ = ["AsyncRelay", "Relay", "arelay", "relay"]
+__all__ = ["AsyncRelay", "Relay", "StreamTiming", "arelay", "relay"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTiming:
+    """When the upstream's bytes came, in seconds from the relay's first read (``None``:
+    not yet, or never)."""
+
+    #: The first bytes of the body.
+    first_byte: float | None
+    #: The first read that carried content.
+    first_token: float | None
+    #: The last read that carried content.
+    last_token: float | None
+    #: The longest wait between two reads, from the first byte on (0 with a single read).
+    largest_gap: float | None
+    #: Upstream reads so far.
+    reads: int
+
+
+class _Clock:
+    """The arrival times of one relayed stream."""
+
+    __slots__ = (
+        "clock",
+        "first_byte",
+        "first_token",
+        "gap",
+        "last",
+        "last_token",
+        "reads",
+        "start",
+    )
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.start: float | None = None
+        self.last = 0.0
+        self.first_byte: float | None = None
+        self.first_token: float | None = None
+        self.last_token: float | None = None
+        self.gap: float | None = None
+        self.reads = 0
+
+    def begin(self) -> None:
+        self.start = self.clock()
+
+    def read(self) -> None:
+        now = self.clock()
+        if self.first_byte is None:
+            self.first_byte = now - (self.start if self.start is not None else now)
+            self.gap = 0.0
+        else:
+            gap = now - self.last
+            if self.gap is None or gap > self.gap:
+                self.gap = gap
+        self.last = now
+        self.reads += 1
+
+    def token(self) -> None:
+        at = self.last - (self.start if self.start is not None else self.last)
+        if self.first_token is None:
+            self.first_token = at
+        self.last_token = at
+
+    def timing(self) -> StreamTiming:
+        return StreamTiming(
+            self.first_byte, self.first_token, self.last_token, self.gap, self.reads
+        )
+
+
+def _content(event: Event) -> bool:
+    """An event that carries content: what the first and last token times are taken from."""
+    cls = event.__class__
+    if cls is BlockDelta:
+        return bool(event.text)  # type: ignore[attr-defined]
+    return cls is BlockStart and bool(event.text or event.complete)  # type: ignore[attr-defined]
 
 
 class _Core:
     """Pipeline, folder and writer of one relayed stream."""
 
-    __slots__ = ("carry", "error", "folder", "message", "pipeline", "to", "writer")
+    __slots__ = ("carry", "clock", "error", "folder", "message", "pipeline", "to", "writer")
 
-    def __init__(self, provider: str, to: str | None, strict: bool, max_event_bytes: int) -> None:
+    def __init__(
+        self,
+        provider: str,
+        to: str | None,
+        strict: bool,
+        max_event_bytes: int,
+        clock: Callable[[], float],
+    ) -> None:
         if to is not None:
             Writer(to)  # an unknown target is refused before the upstream is read
         self.pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
@@ -50,6 +142,7 @@ class _Core:
         self.error: BaseException | None = None
         #: Bytes of events made before an error the pipeline raises after them.
         self.carry = b""
+        self.clock = _Clock(clock)
 
     @property
     def name(self) -> str:
@@ -67,11 +160,17 @@ class _Core:
         if not events:
             return b""
         add = self.folder.add
+        content = False
         for event in events:
             add(event)
+            if not content and _content(event):
+                content = True
+        if content:
+            self.clock.token()
         return self._writer().write_all(events)
 
     def feed(self, chunk: bytes) -> bytes:
+        self.clock.read()
         pipeline = self.pipeline
         out = self.run(pipeline.feed(chunk))
         if pipeline.pending is not None:
@@ -128,6 +227,11 @@ class _Shell:
         """The writer (its ``dropped`` counts what the target could not say)."""
         return self._core.writer
 
+    @property
+    def timing(self) -> StreamTiming:
+        """When the upstream's bytes and content came (see the module docstring)."""
+        return self._core.clock.timing()
+
 
 class Relay(_Shell):
     """The sync relay: iterate for the bytes to write downstream."""
@@ -138,6 +242,7 @@ class Relay(_Shell):
 
     def _drive(self, source: Chunks) -> Generator[bytes, None, None]:
         core = self._core
+        core.clock.begin()
         try:
             with sync_byte_chunks(source, core.name) as chunks:
                 for chunk in chunks:
@@ -186,6 +291,7 @@ class AsyncRelay(_Shell):
 
     async def _drive(self, source: AsyncChunks) -> AsyncGenerator[bytes, None]:
         core = self._core
+        core.clock.begin()
         try:
             async with async_byte_chunks(source, core.name) as chunks:
                 async for chunk in chunks:
@@ -232,10 +338,11 @@ def relay(
     to: str | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Relay:
     """The bytes of ``source`` (a ``provider`` stream) written as a ``to`` stream (default:
     the source's own format), as an iterator; ``.message`` is the fold once it ends."""
-    return Relay(source, _Core(provider, to, strict, max_event_bytes))
+    return Relay(source, _Core(provider, to, strict, max_event_bytes, clock))
 
 
 def arelay(
@@ -245,6 +352,7 @@ def arelay(
     to: str | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    clock: Callable[[], float] = time.monotonic,
 ) -> AsyncRelay:
     """Async twin of :func:`relay` (asyncio and trio alike)."""
-    return AsyncRelay(source, _Core(provider, to, strict, max_event_bytes))
+    return AsyncRelay(source, _Core(provider, to, strict, max_event_bytes, clock))
