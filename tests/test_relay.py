@@ -341,3 +341,13 @@ async def test_timing_of_the_async_relay() -> None:
         async for _ in r:
             pass
     assert r.timing == sf.StreamTiming(2.0, 2.0, 2.0, 0.0, 1)
+
+
+def test_a_detected_format_without_a_writer_asks_for_to() -> None:
+    (case,) = [c for c in CASES if c.id == "example/clouisle_agent.sse"]
+    with pytest.raises(ValueError, match="'clouisle', which has no writer: name the format"):
+        b"".join(sf.relay(reads(case)))
+    with pytest.raises(ValueError, match="no writer for provider 'clouisle'"):
+        sf.relay(reads(case), provider="clouisle")
+    r = sf.relay(reads(case), to="openai")
+    assert sf.fold([b"".join(r)], provider="openai").text == sf.fold([case.body]).text

@@ -131,8 +131,8 @@ class _Core:
         max_event_bytes: int,
         clock: Callable[[], float],
     ) -> None:
-        if to is not None:
-            Writer(to)  # an unknown target is refused before the upstream is read
+        if to is not None or provider != "auto":
+            Writer(to or provider)  # a format with no writer is refused before any read
         self.pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
         self.folder = Folder(self.pipeline.provider.name, strict=strict)
         self.to = to
@@ -152,7 +152,14 @@ class _Core:
         writer = self.writer
         if writer is None:
             source = self.pipeline.provider_name
-            writer = self.writer = Writer(self.to or source, source=source)
+            try:
+                writer = Writer(self.to or source, source=source)
+            except ValueError:
+                raise ValueError(
+                    f"the stream is {source!r}, which has no writer: name the format to write "
+                    "with to="
+                ) from None
+            self.writer = writer
         return writer
 
     def run(self, events: list[Event]) -> bytes:
@@ -196,6 +203,8 @@ class _Core:
             written.append(self.run(events))
 
         failure = _failure(run, self.folder, self.pipeline, exc)  # type: ignore[arg-type]
+        if self.writer is None and (self.to is None and failure is exc):
+            return b"", exc  # no writer could be made for the detected format: nothing to write
         writer = self._writer()
         if failure is None:
             self.message = self.folder.result()
