@@ -72,7 +72,7 @@ class Writer:
     values (signatures, encrypted reasoning) are written only when it is the writer's own.
     """
 
-    #: The provider this writer writes (``Writer.for_provider`` name).
+    #: The provider this writer writes (its ``provider=`` name).
     name: ClassVar[str] = ""
     #: Other names the registry knows the writer by.
     aliases: ClassVar[tuple[str, ...]] = ()

@@ -111,7 +111,7 @@ class CohereV2Writer(Writer):
                 "content-start",
                 {"type": "content-start", "index": index, "delta": {"message": {"content": start}}},
             )
-            return out + (self.block_delta_text(ev.index, ev.text) if ev.text else b"")
+            return out + (self._text(ev.index, ev.text) if ev.text else b"")
         if ev.kind == "tool_plan":
             self._blocks[ev.index] = ("plan", 0)
             self._templates[ev.index] = (
@@ -119,7 +119,7 @@ class CohereV2Writer(Writer):
                 b'"delta":{"message":{"tool_plan":"',
                 b'"}}}\n\n',
             )
-            return self.block_delta_text(ev.index, ev.text) if ev.text else b""
+            return self._text(ev.index, ev.text) if ev.text else b""
         if ev.kind == "tool_call":
             index = self._calls
             self._calls += 1
@@ -142,7 +142,7 @@ class CohereV2Writer(Writer):
             return out
         return self.drop(f"block:{ev.kind}")
 
-    def block_delta_text(self, block: int, text: str) -> bytes:
+    def _text(self, block: int, text: str) -> bytes:
         head, tail = self._templates[block]
         return _json_frame(head, text, tail)
 

@@ -34,7 +34,7 @@ from ..events import (
 )
 from ..message import FinishReason, Usage
 from ..providers.gemini import FINISH_REASONS
-from .base import Writer, dumps
+from .base import Writer, arguments_text, dumps
 
 __all__ = ["GeminiWriter", "gemini_usage"]
 
@@ -127,7 +127,7 @@ class GeminiWriter(Writer):
 
     def block_start(self, ev: BlockStart) -> bytes:
         if ev.kind == "tool_call":
-            fragments = [] if not ev.complete else [_arguments_json(ev.arguments)]
+            fragments = [arguments_text(ev.arguments)] if ev.complete else []
             self._calls[ev.choice, ev.index] = (ev.id, ev.name, fragments, ev.extra)
             return b""
         if ev.kind not in ("text", "reasoning"):
@@ -243,9 +243,3 @@ class GeminiWriter(Writer):
         MessageDelta: message_delta,
         MessageEnd: message_end,
     }
-
-
-def _arguments_json(value: Any) -> str:
-    if value is None:
-        return "{}"
-    return value if isinstance(value, str) else json.dumps(value)
