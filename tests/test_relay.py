@@ -351,3 +351,8 @@ def test_a_detected_format_without_a_writer_asks_for_to() -> None:
         sf.relay(reads(case), provider="clouisle")
     r = sf.relay(reads(case), to="openai")
     assert sf.fold([b"".join(r)], provider="openai").text == sf.fold([case.body]).text
+
+
+def test_an_unknown_provider_is_refused_as_fold_refuses_it() -> None:
+    with pytest.raises(ValueError, match="unknown provider 'nope'"):
+        sf.relay([], provider="nope")

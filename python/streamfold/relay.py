@@ -131,9 +131,9 @@ class _Core:
         max_event_bytes: int,
         clock: Callable[[], float],
     ) -> None:
+        self.pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
         if to is not None or provider != "auto":
             Writer(to or provider)  # a format with no writer is refused before any read
-        self.pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
         self.folder = Folder(self.pipeline.provider.name, strict=strict)
         self.to = to
         #: Made at the first events: with ``provider="auto"`` the source is known only then.
