@@ -972,8 +972,9 @@ def render(
             "Relay",
             "`sf.relay` reading an Anthropic stream one event per read and writing it as "
             "Chat Completions chunks (parse, fold, write), beside a hand-written stack "
-            "(lines, `json.loads`, the hand-written writer). Goal (issue 24): CPU per event "
-            "reported, and 20x less than LiteLLM's `CustomStreamWrapper` (not measured yet).",
+            "(lines, `json.loads`, the hand-written writer) and LiteLLM's proxy path (its "
+            "Anthropic chunk parser, `CustomStreamWrapper`, `model_dump_json` per chunk). Goal "
+            "(issue 24): CPU per event reported, and 20x less than LiteLLM.",
         ),
         _section_profile(tables, results.ceiling),
         _section_load(tables),

@@ -1,7 +1,8 @@
 """Writers and the relay (issue 24): sf.Writer beside a hand-written Python writer (the
 provider's chunk ``dict``, ``json.dumps``, ``f"data: {...}\\n\\n"``) for the same events; the
-relay's CPU per event at one event per read, beside the same hand-written stack reading with
-``json.loads``."""
+relay's CPU per event at one event per read (an Anthropic stream written as OpenAI chunks),
+beside a hand-written stack (lines, ``json.loads``, the hand-written writer) and LiteLLM's
+``CustomStreamWrapper`` doing the same translation."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import peers
-from harness import N_EVENTS, measure, skip_row
+from harness import N_EVENTS, measure
 from workloads import stream
 
 sf = peers.sf
@@ -74,7 +75,8 @@ def _writer_impls() -> list[peers.Impl]:
     def streamfold(events: list[Any]) -> bytes:
         w = sf.Writer("openai")
         write = w.write
-        return b"".join([write(e) for e in events]) + w.close()
+        out: bytes = b"".join([write(e) for e in events]) + w.close()
+        return out
 
     def hand(events: list[Any]) -> bytes:
         w = HandWrittenOpenAI()
@@ -143,9 +145,43 @@ def _relay_impls() -> list[peers.Impl]:
                     out.append(w.write(sf.MessageEnd(finish_reason="stop", raw_finish_reason=None)))
         return b"".join(out)
 
+    def litellm(reads: list[bytes]) -> bytes:
+        # LiteLLM's proxy path: its Anthropic chunk parser over the lines (as httpx's
+        # iter_lines gives them), CustomStreamWrapper to OpenAI chunks, each dumped as the
+        # proxy dumps it.
+        import datetime
+        import uuid
+
+        from litellm.litellm_core_utils.litellm_logging import Logging
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+        from litellm.llms.anthropic.chat.handler import ModelResponseIterator
+
+        lines = (line for read in reads for line in read.decode().split("\n") if line)
+        logging_obj = Logging(
+            model="claude-sonnet-4-5",
+            messages=[],
+            stream=True,
+            call_type="completion",
+            start_time=datetime.datetime.now(),
+            litellm_call_id=str(uuid.uuid4()),
+            function_id="bench",
+        )
+        wrapper = CustomStreamWrapper(
+            completion_stream=ModelResponseIterator(lines, sync_stream=True),
+            model="claude-sonnet-4-5",
+            logging_obj=logging_obj,
+            custom_llm_provider="anthropic",
+        )
+        out = [
+            f"data: {c.model_dump_json(exclude_none=True, exclude_unset=True)}\n\n".encode()
+            for c in wrapper
+        ]
+        return b"".join(out) + b"data: [DONE]\n\n"
+
     return [
         peers.Impl("streamfold relay", streamfold, peers.sf_missing("relay")),
         peers.Impl("hand-written: lines + json.loads + dict + json.dumps", hand),
+        peers.Impl("LiteLLM CustomStreamWrapper", litellm, peers._module("litellm")),
     ]
 
 
@@ -155,7 +191,7 @@ def _reads(provider: str) -> list[bytes]:
     return [block + b"\n\n" for block in data.split(b"\n\n") if block]
 
 
-@pytest.mark.parametrize("impl_index", [0, 1], ids=["streamfold", "hand-written"])
+@pytest.mark.parametrize("impl_index", [0, 1, 2], ids=["streamfold", "hand-written", "litellm"])
 def test_relay(benchmark: Any, impl_index: int) -> None:
     reads = _reads("anthropic")
     impl = _relay_impls()[impl_index]
@@ -167,13 +203,4 @@ def test_relay(benchmark: Any, impl_index: int) -> None:
         check=_check("anthropic"),
         primary=impl_index == 0,
         events=len(reads),
-    )
-
-
-def test_relay_litellm(benchmark: Any) -> None:
-    skip_row(
-        "relay | anthropic stream to openai chunks | one event per read",
-        "LiteLLM CustomStreamWrapper",
-        "not written yet: LiteLLM's translation needs its model response objects built per "
-        "chunk, which this benchmark does not set up",
     )
