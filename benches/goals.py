@@ -333,7 +333,53 @@ def evaluate(
     # issue 8: every curve linear
     v.append(_linear(tables))
     v.append(_hostile_linear(tables))
+    v += _writers(tables)
     return v
+
+
+def _writers(tables: Tables) -> list[Verdict]:
+    """Issue 24: the Writer against a hand-written one, the relay's CPU per event."""
+    hand = "hand-written dict + json.dumps"
+    out = [
+        _at_least(
+            "24",
+            "Writer ≥ 3x a hand-written Python writer (dict + json.dumps + f-string)",
+            [
+                (
+                    f"{source} events",
+                    _ratio(tables, f"writer | {source} events as openai chunks", hand),
+                )
+                for source in ("anthropic", "openai")
+            ],
+            3.0,
+        )
+    ]
+    group = "relay | anthropic stream to openai chunks | one event per read"
+    t = tables.timed.get(group)
+    prim = t.primary if t is not None else None
+    events = prim.extra.get("events") if prim is not None else None
+    if prim is None or prim.median is None or not events:
+        out.append(Verdict("24", "relay CPU per event reported", "not measured", "not measured"))
+    else:
+        out.append(
+            Verdict(
+                "24",
+                "relay CPU per event reported (anthropic -> openai, one event per read)",
+                f"{prim.median / events * 1e6:.2f} µs per event",
+                "met",
+            )
+        )
+    litellm = t.cell("LiteLLM CustomStreamWrapper") if t is not None else None
+    ratio = litellm.ratio if litellm is not None else None
+    out.append(
+        Verdict(
+            "24",
+            "relay ≥ 20x less CPU than LiteLLM's CustomStreamWrapper for the same translation",
+            "not measured (LiteLLM not installed?)" if ratio is None else f"{ratio:.1f}x",
+            "not measured" if ratio is None else ("met" if ratio >= 20 else "not met"),
+        )
+    )
+    return out
 
 
 def _hostile_linear(tables: Tables) -> Verdict:

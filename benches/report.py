@@ -305,6 +305,8 @@ REPRO = {
     "hostile": "python benches/run.py --only hostile",
     "big-event": "python benches/run.py --only large-events",
     "load": "python benches/run.py --only load",
+    "writer": "python benches/run.py --only writers",
+    "relay": "python benches/run.py --only writers",
 }
 
 
@@ -955,6 +957,24 @@ def render(
             "(read, piece) stays flat: the goal (issue 8, as for the scale curves) is at most "
             "1.3x the time per unit at the largest size against the next smaller.",
             unit="units",
+        ),
+        _section_timed(
+            tables,
+            "writer",
+            "Writers",
+            '`sf.Writer("openai")` writing a stream\'s events as Chat Completions chunks, '
+            "beside a hand-written Python writer (the chunk `dict`, `json.dumps`, "
+            '`f"data: ...\\n\\n"`) for the same events. Goal (issue 24): at least 3x.',
+        ),
+        _section_timed(
+            tables,
+            "relay",
+            "Relay",
+            "`sf.relay` reading an Anthropic stream one event per read and writing it as "
+            "Chat Completions chunks (parse, fold, write), beside a hand-written stack "
+            "(lines, `json.loads`, the hand-written writer) and LiteLLM's proxy path (its "
+            "Anthropic chunk parser, `CustomStreamWrapper`, `model_dump_json` per chunk). Goal "
+            "(issue 24): CPU per event reported, and 20x less than LiteLLM.",
         ),
         _section_profile(tables, results.ceiling),
         _section_load(tables),

@@ -46,6 +46,7 @@ AREAS = {
     "hostile": ["test_hostile.py"],
     "large-events": ["test_large_events.py"],
     "load": ["test_load.py"],
+    "writers": ["test_writers.py"],
 }
 
 

@@ -13,6 +13,8 @@
 
 use std::borrow::Cow;
 
+pub mod encode;
+
 /// UTF-8 decoding with U+FFFD for invalid sequences, as the WHATWG "UTF-8 decode" does.
 /// Valid text (nearly all of it) takes the fast validating path; `from_utf8_lossy` alone walks
 /// byte by byte.

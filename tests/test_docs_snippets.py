@@ -315,6 +315,36 @@ async def http_md_retry_resumable(server: StreamServer, stack: contextlib.AsyncE
     return Run({"connect": connect}, check=check)
 
 
+async def serving_md_writer(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    response = await opened(stack, server.url("/example/anthropic_thinking.sse"))
+    want = folded("anthropic_thinking.sse", "anthropic")
+
+    def check(ns: dict[str, Any]) -> None:
+        message = ns["message"]
+        assert (message.text, message.reasoning, message.usage.output_tokens) == (
+            want.text,
+            want.reasoning,
+            want.usage.output_tokens if want.usage else None,
+        )
+        assert ns["body"].endswith(b"data: [DONE]\n\n")
+        assert ns["w"].dropped_by["signature"] == 1  # not Anthropic's place: dropped
+
+    return Run({"response": response}, check=check)
+
+
+async def serving_md_relay(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    import io
+
+    response = await opened(stack, server.url("/example/anthropic_thinking.sse"))
+    downstream = io.BytesIO()
+
+    def check(ns: dict[str, Any]) -> None:
+        assert ns["relay"].message == folded("anthropic_thinking.sse", "anthropic")
+        assert sf.fold([downstream.getvalue()], provider="openai").text == ns["relay"].message.text
+
+    return Run({"response": response, "downstream": downstream}, check=check)
+
+
 SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("README.md", "import httpx"): readme_fold,
     ("README.md", "with openai_client.chat.completions.with_streaming_response.create("): (
@@ -349,6 +379,10 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
         'with sf.stream("POST", url, provider="anthropic", json=body, max_retries=4) as s:',
     ): http_md_retries,
     ("docs/http.md", "import time"): http_md_retry_resumable,
+    ("docs/serving.md", 'w = sf.Writer("openai", source="anthropic")'): serving_md_writer,
+    ("docs/serving.md", 'relay = sf.relay(response, provider="anthropic", to="openai")'): (
+        serving_md_relay
+    ),
 }
 
 

@@ -11,7 +11,15 @@ See the README for the full manual.
 
 from __future__ import annotations
 
-from ._core import JsonAccumulator, JsonChange, JsonLinesDecoder, ServerSentEvent, SSEDecoder
+from ._core import (
+    JsonAccumulator,
+    JsonChange,
+    JsonLinesDecoder,
+    ServerSentEvent,
+    SSEDecoder,
+    encode_sse,
+    encode_sse_comment,
+)
 from ._core import __version__ as __version__
 from .api import aevents, events
 from .errors import (
@@ -49,9 +57,11 @@ from .folder import Folder
 from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
 from .http import AsyncEventStream, EventStream, astream, stream
 from .jsonbody import events_json, fold_json
+from .jsonform import event_from_dict
 from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
 from .pipeline import Pipeline
 from .providers import PROVIDER_NAMES
+from .relay import AsyncRelay, Relay, StreamTiming, arelay, relay
 from .resumable import (
     Cursor,
     IdleTimeoutError,
@@ -60,10 +70,12 @@ from .resumable import (
     events_resumable,
     fold_resumable,
 )
+from .writers import Writer
 
 __all__ = [
     "PROVIDER_NAMES",
     "AsyncEventStream",
+    "AsyncRelay",
     "Block",
     "BlockDelta",
     "BlockEnd",
@@ -91,6 +103,7 @@ __all__ = [
     "Notice",
     "Pipeline",
     "ProtocolError",
+    "Relay",
     "RunStatus",
     "SSEDecoder",
     "ServerSentEvent",
@@ -100,6 +113,7 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "StreamError",
+    "StreamTiming",
     "StreamfoldError",
     "ToolCall",
     "ToolResult",
@@ -107,13 +121,18 @@ __all__ = [
     "Unknown",
     "Usage",
     "UsageUpdate",
+    "Writer",
     "aevents",
     "aevents_resumable",
     "afold",
     "afold_resumable",
     "aiter_json_lines",
     "aiter_sse",
+    "arelay",
     "astream",
+    "encode_sse",
+    "encode_sse_comment",
+    "event_from_dict",
     "events",
     "events_json",
     "events_resumable",
@@ -122,5 +141,6 @@ __all__ = [
     "fold_resumable",
     "iter_json_lines",
     "iter_sse",
+    "relay",
     "stream",
 ]

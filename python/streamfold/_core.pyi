@@ -15,6 +15,9 @@ __all__ = [
     "__version__",
     "_bench_str_from_utf8",
     "_has_split_pair",
+    "_json_frame",
+    "encode_sse",
+    "encode_sse_comment",
     "learn_cut",
 ]
 
@@ -22,6 +25,17 @@ __version__: str
 
 def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
 def _has_split_pair(text: str) -> bool: ...
+def _json_frame(head: bytes, text: str, tail: bytes) -> bytes:
+    """``head`` + ``text`` escaped as the inside of a JSON string + ``tail``."""
+
+def encode_sse(
+    data: str, *, event: str | None = None, id: str | None = None, retry: int | None = None
+) -> bytes:
+    """One server-sent event as ``text/event-stream`` bytes (see docs/sse.md)."""
+
+def encode_sse_comment(text: str) -> bytes:
+    """A comment (a keep-alive such as ``: ping``) as ``text/event-stream`` bytes."""
+
 def learn_cut(
     data: bytes, path: Sequence[str | int], text: str, padding_keys: Sequence[str]
 ) -> tuple[str, str, int, str] | None: ...
@@ -49,6 +63,8 @@ class ServerSentEvent:
         """The data parsed as JSON; data that is not JSON raises
         ``streamfold.InvalidEventJsonError`` (a ``ProtocolError`` and a
         ``json.JSONDecodeError``)."""
+    def encode(self) -> bytes:
+        """The event as ``text/event-stream`` bytes (see ``streamfold.encode_sse``)."""
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 

@@ -95,6 +95,13 @@ class Event:
     #: The frame the event came from.
     raw: Any = field(default=None, repr=False, compare=False)
 
+    def to_dict(self, *, raw: bool = False) -> dict[str, Any]:
+        """The event as a JSON-compatible dict, ``{"type": ..., "v": 1, ...}``
+        (docs/json.md); ``raw=True`` keeps the frame. ``sf.event_from_dict`` reads it back."""
+        from .jsonform import event_to_dict
+
+        return event_to_dict(self, raw=raw)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStart(Event):

@@ -224,6 +224,20 @@ class Message(_ChoicesSlot):
     def choices(self, value: list[Message]) -> None:
         self._keep_choices(value)
 
+    def to_dict(self, *, raw: bool = False) -> dict[str, Any]:
+        """The message as a JSON-compatible dict, ``{"type": "message", "v": 1, ...}``
+        (docs/json.md); ``raw=True`` keeps the frames and provider objects."""
+        from .jsonform import message_to_dict
+
+        return message_to_dict(self, raw=raw)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        """The message :meth:`to_dict` wrote."""
+        from .jsonform import message_from_dict
+
+        return message_from_dict(d)
+
     def to_request(self, provider: str | None = None) -> Any:
         """The assistant message in the shape ``provider``'s next request expects."""
         from .request import to_request

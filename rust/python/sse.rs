@@ -226,6 +226,23 @@ impl ServerSentEvent {
         (slf.get_type(), fields)
     }
 
+    /// The event as `text/event-stream` bytes: its `event` unless `"message"` (the name a
+    /// reader gives an unnamed event), its `id` unless empty, its `retry` and its data.
+    fn encode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let event = self.event.bind(py).to_str()?;
+        let id = self.id.bind(py).to_str()?;
+        let data = self.data(py);
+        super::encode::encode_to_bytes(
+            py,
+            data.to_str()?,
+            crate::sse::encode::Fields {
+                event: (event != "message").then_some(event),
+                id: (!id.is_empty()).then_some(id),
+                retry: self.retry,
+            },
+        )
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "ServerSentEvent(event={}, data={}, id={}, retry={})",
