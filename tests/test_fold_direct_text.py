@@ -330,14 +330,45 @@ def test_text_after_another_block_goes_to_its_new_block(
     assert counts[0] >= 6
 
 
-def test_events_make_every_delta(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``events()`` never uses the fold's sink: each text fragment is a ``BlockDelta``."""
+@pytest.mark.parametrize("reads", READS)
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "auto"])
+def test_events_make_every_delta(
+    provider: str, reads: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``events()`` never uses a fold's sink: each text fragment is a ``BlockDelta``, made in
+    Rust by the decoder's events path (``arm_events``) once a template reads it, the same
+    event the provider makes, frame and all."""
     words = [f" w{i}" for i in range(50)]
-    data = openai_stream([("text", w) for w in words], finish=True)
-    counts = counting_appender(monkeypatch)
-    deltas = [e for e in sf.events(split(data, 2), provider="openai") if isinstance(e, BlockDelta)]
+    if provider == "anthropic":
+        data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
+    else:
+        data = openai_stream([("text", w) for w in words], finish=True)
+    sinks = [0]
+    monkeypatch.setattr(Folder, "text_pieces", lambda *_: sinks.__setitem__(0, 1))
+    chunks = read(data, reads, 2)
+    made = [0]
+    real_catch_up = Pipeline.catch_up
+
+    def catch_up(self: Pipeline) -> None:
+        before = self.frames_seen
+        real_catch_up(self)
+        made[0] += self.frames_seen - before
+
+    with monkeypatch.context() as m:
+        m.setattr(Pipeline, "catch_up", catch_up)
+        got = list(sf.events(chunks, provider=provider))
+    if reads == "per_event":
+        assert made[0] > 30  # all but the deltas before a template was learned (or auto chose)
+    deltas = [e for e in got if isinstance(e, BlockDelta)]
     assert [d.text for d in deltas] == words
-    assert counts[0] == 0
+    assert sinks[0] == 0
+    # The events and their frames are the provider's own: those of a provider that reads
+    # every frame with no template.
+    slow = Pipeline(provider)
+    slow.provider.templates = False
+    want = [e for c in chunks for e in slow.feed(c)] + slow.close()
+    assert got == want
+    assert [e.raw for e in got] == [e.raw for e in want]
 
 
 @requires_captures

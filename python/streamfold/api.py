@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+from .errors import ProtocolError
 from .events import Event
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
@@ -33,9 +34,22 @@ def events(
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+            step = pipeline.events_step
+            reading = None
             for chunk in byte_iter:
-                yield from pipeline.feed(chunk)
+                read = None
+                if reading is not None:
+                    # The read this exists for: text deltas made in Rust, one call.
+                    try:
+                        read = reading(chunk)
+                    except ProtocolError as exc:
+                        read = exc
+                    if read.__class__ is tuple and not read[1]:
+                        yield from read[0]
+                        continue
+                yield from step(chunk, read)
                 pipeline.raise_pending()
+                reading = pipeline.arm_events()
             yield from pipeline.close()
             pipeline.raise_pending()
             _check_terminal(pipeline)
@@ -57,10 +71,23 @@ async def aevents(
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+            step = pipeline.events_step
+            reading = None
             async for chunk in byte_iter:
-                for event in pipeline.feed(chunk):
+                read = None
+                if reading is not None:
+                    try:
+                        read = reading(chunk)
+                    except ProtocolError as exc:
+                        read = exc
+                    if read.__class__ is tuple and not read[1]:
+                        for event in read[0]:
+                            yield event
+                        continue
+                for event in step(chunk, read):
                     yield event
                 pipeline.raise_pending()
+                reading = pipeline.arm_events()
             for event in pipeline.close():
                 yield event
             pipeline.raise_pending()

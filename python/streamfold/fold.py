@@ -155,7 +155,7 @@ class _Runner:
         target = self._provider.folding_target()
         if target is None:
             return None
-        cut, event, choice, block = target
+        cut, event, choice, block, _kind = target
         folder = self._folder
         sink = folder.delta_sink(choice, block)
         return None if sink is None else pipeline.arm(cut, event, sink, folder.room)

@@ -27,6 +27,7 @@ from .events import (
     ToolResultAdded,
 )
 from .providers import Provider, get_provider, provider_class
+from .providers._fast import TEXT_DELTA_BUILDER
 
 if TYPE_CHECKING:
     from .folder import DeltaSink
@@ -282,6 +283,46 @@ class Pipeline:
         self._prefix = None  # the provider reads this stream: nothing to explain
         self._probing = False
         return decoder.feed_folding
+
+    def arm_events(self) -> Callable[[Any], tuple[list[Event], list[Any]] | None] | None:
+        """The events path (``SSEDecoder.arm_events``), where the provider names a target
+        (``Provider.folding_target``): the frames of that target's text deltas become their
+        ``BlockDelta`` in Rust, with no Python frame run for them. Returns the decoder's
+        ``feed_events``, whose other frames go to ``feed_folded``; ``None`` when the path
+        cannot be armed (see ``arm``)."""
+        target = self.provider.folding_target()
+        decoder = self._decoder
+        if (
+            target is None
+            or TEXT_DELTA_BUILDER is None
+            or decoder.__class__ is not SSEDecoder
+            or self.pending is not None
+            or self.frame_filter is not None
+            or not self.produced
+        ):
+            return None
+        assert isinstance(decoder, SSEDecoder)
+        cut, event, choice, block, kind = target
+        decoder.arm_events(cut, event, TEXT_DELTA_BUILDER, (block, kind, choice))
+        self._armed = True
+        self._prefix = None
+        self._probing = False
+        return decoder.feed_events
+
+    def events_step(
+        self, chunk: Any, read: tuple[list[Event], list[Any]] | ProtocolError | None
+    ) -> list[Event]:
+        """``events``' read of one chunk: ``chunk`` through ``feed``, or (``read``) what the
+        events path returned for it: its events, then those of the frames it did not read.
+        Check ``pending`` afterwards, then arm again (``arm_events``)."""
+        if read is None:
+            return self.feed(chunk)
+        if isinstance(read, ProtocolError):
+            assert isinstance(self._decoder, SSEDecoder)
+            made: list[Event] = self._decoder.take_events()
+            return made + self.feed_folded(read)
+        made, frames = read
+        return made + self.feed_folded(frames) if frames else made
 
     def catch_up(self) -> None:
         """Count what the folding path read since the last call: its bytes, and its frames

@@ -52,7 +52,7 @@ impl SlotBuilder {
     /// A named method rather than `__call__`: a method call skips the generic call protocol's
     /// argument tuple (vectorcall), which is measurable at one call per event.
     #[pyo3(signature = (*values))]
-    fn build<'py>(
+    pub(crate) fn build<'py>(
         &self,
         py: Python<'py>,
         values: &Bound<'py, PyTuple>,

@@ -19,6 +19,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString, P
 use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 
 use super::errors::make_error;
+use super::slots::SlotBuilder;
 use super::spare_list::SpareList;
 use super::template::TemplateCut;
 use super::text::{str_from_utf8, OnceStr};
@@ -569,43 +570,88 @@ struct FoldingPath {
     frames: u64,
     bytes: u64,
     characters: u64,
+    /// The events `feed_events` made in the current call, in order.
+    made: Vec<Py<PyAny>>,
+}
+
+/// What the armed path does with a frame.
+enum Read<'py> {
+    /// Its text went to the fold.
+    Folded,
+    /// It is a text delta: the frame is made, then its event (`feed_events`).
+    Event(Bound<'py, PyString>),
+    /// Not an armed frame: it is made and returned, and the path disarmed.
+    Frame,
 }
 
 impl FoldingPath {
-    /// Whether `step` was folded by the armed path (it is then not made as a frame). Any
-    /// other frame may change where text goes: the path then disarms, so that frame and all
-    /// after it are made, and the fold arms it again once it has handled them. A Python
-    /// error (out of memory) is raised after the frames before it.
-    fn fold<E>(
+    /// What the armed path does with `step`. Any frame it does not read may change where text
+    /// goes: the path then disarms, so that frame and all after it are made, and the fold
+    /// (or `events`) arms it again once it has handled them. A Python error (out of memory)
+    /// is raised after the frames before it.
+    fn read<'py, E>(
         &mut self,
-        py: Python<'_>,
+        py: Python<'py>,
         step: &Step,
         chunk: Option<&[u8]>,
         arena: &[u8],
         out: &mut Outbox<E>,
-    ) -> bool {
+    ) -> Read<'py> {
         let Some(armed) = self.armed.as_mut() else {
-            return false;
+            return Read::Frame;
         };
-        let folded = match armed.fold(py, step, chunk, arena) {
+        let read = match armed.fold(py, step, chunk, arena) {
             Ok(Folded::Taken(length)) => {
                 self.frames += 1;
                 self.characters += length;
-                return true;
+                return Read::Folded;
+            }
+            Ok(Folded::Event(text)) => {
+                self.frames += 1;
+                return Read::Event(text);
             }
             Ok(Folded::Last(length)) => {
                 self.frames += 1;
                 self.characters += length;
-                true
+                Read::Folded
             }
-            Ok(Folded::No) => false,
+            Ok(Folded::No) => Read::Frame,
             Err(e) => {
                 out.push_frame(Err(e));
-                false
+                Read::Frame
             }
         };
         self.armed = None;
-        folded
+        read
+    }
+
+    /// The text delta event of an armed frame, kept in `made`.
+    fn make(
+        &mut self,
+        py: Python<'_>,
+        text: Bound<'_, PyString>,
+        frame: Py<PyAny>,
+    ) -> PyResult<()> {
+        let Some(Armed {
+            sink: Sink::Events { build, values },
+            ..
+        }) = &self.armed
+        else {
+            return Ok(());
+        };
+        let [index, kind, choice] = values;
+        let args = PyTuple::new(
+            py,
+            [
+                index.bind(py).clone(),
+                kind.bind(py).clone(),
+                text.into_any(),
+                choice.bind(py).clone(),
+                frame.into_bound(py),
+            ],
+        )?;
+        self.made.push(build.get().build(py, &args)?.unbind());
+        Ok(())
     }
 }
 
@@ -628,12 +674,19 @@ enum Sink {
     /// error)` records the refusal as the fold would, and the path disarms (the call's text
     /// goes elsewhere from then on).
     Call { push: Py<PyAny>, refused: Py<PyAny> },
+    /// No fold (`events`): each text becomes a `BlockDelta`, made by `build` from the
+    /// block's `(index, kind, choice)`, the text and the frame (`feed_events`).
+    Events {
+        build: Py<SlotBuilder>,
+        values: [Py<PyAny>; 3],
+    },
 }
 
 impl Sink {
     /// Hand `text` over; `Ok(false)`: it went, but the sink may not take more.
     fn take(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<bool> {
         match self {
+            Sink::Events { .. } => Ok(true),
             Sink::Pieces(pieces) => pieces.bind(py).append(text).map(|()| true),
             Sink::Call { push, refused } => match push.bind(py).call1((&text,)) {
                 Ok(_) => Ok(true),
@@ -652,32 +705,41 @@ impl Sink {
                 visit.call(push)?;
                 visit.call(refused)
             }
+            Sink::Events { build, values } => {
+                visit.call(build)?;
+                values.iter().try_for_each(|v| visit.call(v))
+            }
         }
     }
 }
 
 /// What `Armed::fold` did with a frame.
-enum Folded {
+enum Folded<'py> {
     /// Its text (of this many characters) went to the sink.
     Taken(u64),
     /// Its text went to the sink, which takes no more (a call's refused fragment).
     Last(u64),
+    /// Its text, for the event to make of it (`Sink::Events`).
+    Event(Bound<'py, PyString>),
     /// Not an armed frame: it is made and returned.
     No,
 }
 
 impl Armed {
     /// Hand the text of `step` to the sink if it is one of the armed frames.
-    fn fold(
+    fn fold<'py>(
         &mut self,
-        py: Python<'_>,
+        py: Python<'py>,
         step: &Step,
         chunk: Option<&[u8]>,
         arena: &[u8],
-    ) -> PyResult<Folded> {
+    ) -> PyResult<Folded<'py>> {
         let Some(text) = self.text(py, step, chunk, arena)? else {
             return Ok(Folded::No);
         };
+        if let Sink::Events { .. } = self.sink {
+            return Ok(Folded::Event(text));
+        }
         let length = text.len()?;
         if length > self.room {
             return Ok(Folded::No);
@@ -841,18 +903,38 @@ impl SSEDecoder {
         if folding && !backlog.is_empty() {
             path.armed = None;
         }
-        let mut shared: Option<Bound<'py, PyBytes>> = None;
         let mut out = Outbox::new(std::mem::take(backlog), steps.len());
+        Self::emit(py, steps, arena, owner, folding.then_some(path), &mut out);
+        arena.clear();
+        // A decoder idling between reads (thousands of open streams) keeps no buffers sized
+        // by a big read; small ones are kept, since small reads would allocate every time.
+        if steps.capacity() > KEEP_STEPS {
+            *steps = Vec::new();
+        }
+        if arena.capacity() > KEEP_ARENA {
+            *arena = Vec::new();
+        }
+        out.finish(py, backlog, sse_exception)
+    }
+
+    /// Phase two of a call: the Python objects of its steps, into `out`; with the folding
+    /// `path`, its frames are first offered to the path, which folds them or makes their
+    /// events (`feed_folding`, `feed_events`).
+    fn emit<'py>(
+        py: Python<'py>,
+        steps: &mut Vec<Step>,
+        arena: &[u8],
+        owner: Option<&Bound<'py, PyBytes>>,
+        mut path: Option<&mut FoldingPath>,
+        out: &mut Outbox<SseError>,
+    ) {
+        let mut shared: Option<Bound<'py, PyBytes>> = None;
         for step in steps.drain(..) {
-            if folding
-                && path.fold(
-                    py,
-                    &step,
-                    owner.map(PyBytesMethods::as_bytes),
-                    arena,
-                    &mut out,
-                )
-            {
+            let read = match path.as_deref_mut() {
+                Some(path) => path.read(py, &step, owner.map(PyBytesMethods::as_bytes), arena, out),
+                None => Read::Frame,
+            };
+            if let Read::Folded = read {
                 continue;
             }
             match step {
@@ -874,21 +956,21 @@ impl SSEDecoder {
                         ),
                         Data::Ready(bytes) => bytes,
                     };
-                    out.push_frame(ServerSentEvent::made(py, event, id, retry, bytes));
+                    let frame = ServerSentEvent::made(py, event, id, retry, bytes);
+                    match (read, frame) {
+                        (Read::Event(text), Ok(frame)) => {
+                            if let Some(Err(e)) =
+                                path.as_deref_mut().map(|p| p.make(py, text, frame))
+                            {
+                                out.push_frame(Err(e));
+                            }
+                        }
+                        (_, frame) => out.push_frame(frame),
+                    }
                 }
                 Step::Error(e) => out.push(Item::Error(e)),
             }
         }
-        arena.clear();
-        // A decoder idling between reads (thousands of open streams) keeps no buffers sized
-        // by a big read; small ones are kept, since small reads would allocate every time.
-        if steps.capacity() > KEEP_STEPS {
-            *steps = Vec::new();
-        }
-        if arena.capacity() > KEEP_ARENA {
-            *arena = Vec::new();
-        }
-        out.finish(py, backlog, sse_exception)
     }
 }
 
@@ -1005,6 +1087,52 @@ impl SSEDecoder {
             room,
         });
         Ok(())
+    }
+
+    /// The folding path for `events`: a frame of type `event` whose data `cut` reads becomes
+    /// the `BlockDelta` that `build(index, kind, text, choice, frame)` makes (`block` is
+    /// `(index, kind, choice)`), returned by
+    /// `feed_events` before the other frames (see `arm`).
+    fn arm_events(
+        &self,
+        py: Python<'_>,
+        cut: Py<TemplateCut>,
+        event: Py<PyString>,
+        build: Py<SlotBuilder>,
+        block: (Py<PyAny>, Py<PyAny>, Py<PyAny>),
+    ) -> PyResult<()> {
+        let (index, kind, choice) = block;
+        self.lock(py)?.folding.armed = Some(Armed {
+            cut,
+            event,
+            sink: Sink::Events {
+                build,
+                values: [index, kind, choice],
+            },
+            room: usize::MAX,
+        });
+        Ok(())
+    }
+
+    /// `feed` for `events`: `(events, frames)`, the text deltas `arm_events` names made here,
+    /// then the other frames; `None` (nothing read) when `chunk` is not a `bytes`.
+    fn feed_events<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<(Bound<'py, PyList>, Bound<'py, PyList>)>> {
+        let Some(frames) = self.feed_folding(py, chunk)? else {
+            return Ok(None);
+        };
+        let made = std::mem::take(&mut self.lock(py)?.folding.made);
+        Ok(Some((PyList::new(py, made)?, frames)))
+    }
+
+    /// The events `feed_events` made before the error it raised (its frames are the error's
+    /// `events`): they come first.
+    fn take_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let made = std::mem::take(&mut self.lock(py)?.folding.made);
+        PyList::new(py, made)
     }
 
     /// Forget what `arm` set.

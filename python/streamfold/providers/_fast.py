@@ -18,7 +18,7 @@ from .. import _core
 from ..events import BlockDelta
 from ..message import BlockKind
 
-__all__ = ["text_delta"]
+__all__ = ["TEXT_DELTA_BUILDER", "text_delta"]
 
 _FIELDS = ("raw", "index", "kind", "text", "choice", "logprobs")
 
@@ -28,16 +28,31 @@ TextDelta = Callable[[int, BlockKind, str, int, Any], BlockDelta]
 SlotBuilder: Any = getattr(_core, "SlotBuilder", None)
 
 
+def _builder() -> Any:
+    """``SlotBuilder`` of ``BlockDelta`` from ``(index, kind, text, choice, raw)``, when
+    ``BlockDelta``'s fields are exactly those it sets (and ``logprobs``, ``None``)."""
+    if tuple(f.name for f in dataclasses.fields(BlockDelta)) != _FIELDS:
+        return None
+    if getattr(BlockDelta, "__post_init__", None) is not None or SlotBuilder is None:
+        return None
+    return SlotBuilder(
+        BlockDelta, ("index", "kind", "text", "choice", "raw"), (("logprobs", None),)
+    )
+
+
+#: What makes a text delta in one call into Rust, for ``text_delta`` and the decoder's
+#: events path (``SSEDecoder.arm_events``); ``None`` when the fields do not allow it.
+TEXT_DELTA_BUILDER: Any = _builder()
+
+
 def _slot_setter() -> TextDelta | None:
     if tuple(f.name for f in dataclasses.fields(BlockDelta)) != _FIELDS:
         return None
     if getattr(BlockDelta, "__post_init__", None) is not None:
         return None
-    if SlotBuilder is not None:
+    if TEXT_DELTA_BUILDER is not None:
         # The same stores made in Rust, one call per event instead of one per field.
-        built: TextDelta = SlotBuilder(
-            BlockDelta, ("index", "kind", "text", "choice", "raw"), (("logprobs", None),)
-        ).build
+        built: TextDelta = TEXT_DELTA_BUILDER.build
         return built
     new = object.__new__
     # The slot descriptors' setters skip the frozen ``__setattr__``.

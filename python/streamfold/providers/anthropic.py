@@ -229,9 +229,12 @@ class Anthropic(Provider):
         """The fragments the template reads, while its block is open (what ``handle_frames``
         checks for each such frame)."""
         template = self._template
-        if template is None or self.terminal_seen or template.block not in self._open:
+        if template is None or self.terminal_seen:
             return None
-        return template.cutter, "content_block_delta", 0, template.block
+        kind = self._open.get(template.block)
+        if kind is None:
+            return None
+        return template.cutter, "content_block_delta", 0, template.block, kind
 
     def handle_frames(self, frames: list[Any], out: list[Event]) -> None:
         """The pipeline's loop over one chunk's frames: number each and ``handle`` it, but read

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal, Protocol, overload
 from .._core import ServerSentEvent, TemplateCut
 from ..errors import ProtocolError
 from ..events import Event, MessageEnd, MessageStart, Notice, Unknown
-from ..message import FinishReason
+from ..message import BlockKind, FinishReason
 
 __all__ = [
     "ID",
@@ -47,8 +47,8 @@ NAME = "a tool call's name"
 #: ``"auto"``: the pipeline decides from the first bytes (``{``/``[``: JSON lines, else SSE).
 Framing = Literal["sse", "jsonl", "auto"]
 
-#: ``(cut, event, choice, block)``: see ``Provider.folding_target``.
-FoldingTarget = tuple[TemplateCut, str, int, int]
+#: ``(cut, event, choice, block, kind)``: see ``Provider.folding_target``.
+FoldingTarget = tuple[TemplateCut, str, int, int, BlockKind]
 
 
 class Provider(ABC):
@@ -124,10 +124,11 @@ class Provider(ABC):
 
     def folding_target(self) -> FoldingTarget | None:
         """Where the decoder's folding path may put text now (``SSEDecoder.arm``): ``(cut,
-        event, choice, block)`` when every frame of type ``event`` whose data ``cut`` reads is,
-        as long as no other frame comes, exactly a text delta of that block of that choice and
-        nothing else; ``None`` when no frame is sure to be. Asked by ``fold`` after each batch
-        of frames the provider handled."""
+        event, choice, block, kind)`` when every frame of type ``event`` whose data ``cut``
+        reads is, as long as no other frame comes, exactly a ``BlockDelta`` of that block, of
+        that choice and kind, with the text the cut reads, the frame as ``raw`` and nothing
+        else; ``None`` when no frame is sure to be. Asked by ``fold`` and ``events`` after each
+        batch of frames the provider handled."""
         return None
 
     def fold_made(self, out: list[Event]) -> bool:

@@ -384,10 +384,10 @@ class OpenAIChat(Provider):
         if template.block >= 0:
             if current.ended:
                 return None
-            return template.cutter, "message", current.index, template.block
+            return template.cutter, "message", current.index, template.block, "tool_call"
         if current.prose_kind != template.kind:
             return None
-        return template.cutter, "message", current.index, current.prose
+        return template.cutter, "message", current.index, current.prose, template.kind
 
     def handle(self, frame: Any, out: list[Event]) -> None:
         found = self._read_templated(frame) if self._template is not None else None
