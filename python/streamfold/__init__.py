@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ._core import JsonAccumulator, JsonChange, JsonLinesDecoder, ServerSentEvent, SSEDecoder
 from ._core import __version__ as __version__
+from ._types import ProviderName
 from .api import aevents, events
 from .errors import (
     ConnectionLostError,
@@ -25,6 +26,7 @@ from .errors import (
     StreamfoldError,
 )
 from .events import (
+    AnyEvent,
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -63,6 +65,7 @@ from .resumable import (
 
 __all__ = [
     "PROVIDER_NAMES",
+    "AnyEvent",
     "AsyncEventStream",
     "Block",
     "BlockDelta",
@@ -91,6 +94,7 @@ __all__ = [
     "Notice",
     "Pipeline",
     "ProtocolError",
+    "ProviderName",
     "RunStatus",
     "SSEDecoder",
     "ServerSentEvent",

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._core import JsonLinesDecoder, SSEDecoder, TemplateCut
 from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
+from ._types import ProviderName
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .events import (
+    AnyEvent,
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -116,7 +118,7 @@ class Pipeline:
 
     def __init__(
         self,
-        provider: str | Provider = "auto",
+        provider: ProviderName | Provider = "auto",
         *,
         strict: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -264,12 +266,12 @@ class Pipeline:
             self.frames_seen += frames
             self.provider.position += frames
 
-    def feed_folded(self, frames: list[Any] | ProtocolError) -> list[Event]:
+    def feed_folded(self, frames: list[Any] | ProtocolError) -> list[AnyEvent]:
         """What ``feed`` does with a chunk's frames, for the frames ``feed_folding`` returned
         (or its error, with the frames before it): the decoder has disarmed itself."""
         self._armed = False
         self.catch_up()
-        out: list[Event] = []
+        out: list[Any] = []
         if not isinstance(frames, ProtocolError):
             self._run(frames, out)
             return out
@@ -285,7 +287,7 @@ class Pipeline:
             assert isinstance(self._decoder, SSEDecoder)
             self._decoder.disarm()
 
-    def feed(self, chunk: bytes | bytearray | memoryview) -> list[Event]:
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[AnyEvent]:
         """Decode one chunk; returns its events. Check ``pending`` afterwards."""
         if self._armed:
             self.disarm()
@@ -295,7 +297,9 @@ class Pipeline:
         if seen < _PREFIX_BYTES and self._prefix is not None:
             self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
-        out: list[Event] = []
+        # list[Any]: the provider fills it as its list[Event], and every event a provider makes
+        # is one of AnyEvent (the same in feed_folded, feed_frames, close and lost).
+        out: list[Any] = []
         if self._decoder is None and not self._choose_framing(bytes(chunk)):
             return out
         assert self._decoder is not None
@@ -310,22 +314,22 @@ class Pipeline:
             self._run(frames, out)
         return out
 
-    def feed_frames(self, frames: list[Any]) -> list[Event]:
+    def feed_frames(self, frames: list[Any]) -> list[AnyEvent]:
         """Run frames made elsewhere (the events of a JSON body, as the frames its stream would
         have sent: :mod:`streamfold.jsonbody`) through the provider, as ``feed`` runs the frames
         it decodes; returns their events. Check ``pending`` afterwards."""
-        out: list[Event] = []
+        out: list[Any] = []
         self._prefix = None  # no bytes: nothing to tell another provider's format by
         self._run(frames, out)
         return out
 
-    def close(self, *, finish: bool = True) -> list[Event]:
+    def close(self, *, finish: bool = True) -> list[AnyEvent]:
         """End of input: flush the decoder and let the provider check the ending.
 
         ``finish=False`` only flushes the decoder: the provider is not told the input ended
         (a resumable stream whose connection dropped continues on a new pipeline).
         """
-        out: list[Event] = []
+        out: list[Any] = []
         if self.closed:
             return out
         self.disarm()
@@ -367,7 +371,7 @@ class Pipeline:
                 self._note_content(out)
         return out
 
-    def lost(self) -> list[Event]:
+    def lost(self) -> list[AnyEvent]:
         """The connection failed mid-body (``ConnectionLostError``): the events the provider
         makes at the end of input, for the partial message.
 
@@ -379,7 +383,7 @@ class Pipeline:
         ``finish`` raises is not kept: the lost connection is why the stream ended, and it is
         what the caller gets; the events made before that error are kept.
         """
-        out: list[Event] = []
+        out: list[Any] = []
         if self.closed:
             return out
         self.disarm()
