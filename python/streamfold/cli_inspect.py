@@ -481,8 +481,8 @@ def _looks_like_wrong_provider(inspection: Inspection, run: _Run) -> bool:
 
 def _wrong_provider(inspection: Inspection, recording: Recording, *, strict: bool) -> Inspection:
     forced = inspection.requested_provider
+    guess = _Run("auto", strict=strict, every_event=False)
     try:
-        guess = _Run("auto", strict=strict, every_event=False)
         guess.feed_all(recording.arrivals)
         detected = guess.finish(inspection.source)
     except StreamfoldError:

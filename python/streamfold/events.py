@@ -366,4 +366,4 @@ AnyEvent: TypeAlias = (
 # Every event class: the cheaper ``__init__`` (see ``_frozen_init``), same behaviour.
 for _cls in (Event, *get_args(AnyEvent)):
     fast_init(_cls)
-del _cls
+del _cls  # pyright: ignore[reportPossiblyUnboundVariable]

@@ -978,7 +978,7 @@ class _StreamBase:
         self._refused: list[Exception] = []
         self.method = method
         self.url = url
-        self.provider = provider
+        self.provider: ProviderName = provider
         self._client = client
         self._strict = strict
         self._max_event_bytes = max_event_bytes
