@@ -96,13 +96,11 @@ def _project_copy(dest: Path) -> Path:
     copy = dest / "streamfold"
     for name in filter(None, listed.split("\0")):
         source = ROOT / name
-        if not source.exists() or source.is_dir():
-            continue  # deleted in the work tree, or a submodule
         target = copy / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
+        if source.is_symlink():  # examples/ -> python/streamfold/examples
             target.symlink_to(os.readlink(source))
-        else:
+        elif source.is_file():  # not deleted in the work tree, nor a submodule
             shutil.copy2(source, target)
     shared = ROOT.parent / "shared"
     if shared.is_dir():
