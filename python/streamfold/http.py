@@ -1232,13 +1232,14 @@ class EventStream(_StreamBase):
             response: httpx.Response | None = None
             try:
                 with contextlib.ExitStack() as attempt:
-                    response = attempt.enter_context(
+                    opened: httpx.Response = attempt.enter_context(
                         _open_stream(client, self.method, self.url, self._timed(client, kwargs))
                     )
-                    check_response(response, self.provider)
+                    response = opened
+                    check_response(opened, self.provider)
                     # The stream: closed with the stream, not when this attempt ends.
                     self._stack.push(attempt.pop_all())
-                    return response
+                    return opened
             except Exception as exc:
                 # The refused response (its error body read) is closed: nothing stays open
                 # during the wait, whatever ends it.
