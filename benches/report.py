@@ -291,6 +291,7 @@ def plots(tables: Tables, folder: Path) -> dict[str, Path]:
 
 
 REPRO = {
+    "per-event": "python benches/run.py --only per-event",
     "framing": "python benches/run.py --only framing",
     "framing+json": "python benches/run.py --only framing",
     "events": "python benches/run.py --only events",
@@ -324,6 +325,160 @@ def _section_timed(tables: Tables, area: str, title: str, intro: str, unit: str 
     out = [f"### {title}", "", intro, "", _repro(area), ""]
     for t in found:
         out += [f"**{t.group.split(' | ', 1)[-1]}**", "", timed_table(t, unit=unit), ""]
+    return "\n".join(out)
+
+
+#: The goals of issue 21, minimal time / streamfold time, by stream length: (sync, asyncio).
+PER_EVENT_GOALS = {5: (1.0, 1.0), 50: (2.5, 2.0), 500: (4.0, 2.5), 10_000: (4.0, 2.5)}
+PER_EVENT_KINDS = {
+    "openai-text": "OpenAI Chat, text",
+    "anthropic-text": "Anthropic, text",
+    "openai-tools": "OpenAI Chat, parallel tool calls",
+}
+
+
+def per_stream(cell: Cell | None) -> float | None:
+    """Seconds per stream of a cell that timed a batch of ``streams`` streams per call."""
+    if cell is None or cell.median is None:
+        return None
+    return cell.median / cell.extra.get("streams", 1)
+
+
+def per_event_ratio(tables: Tables, kind: str, n: int, mode: str) -> float | None:
+    """minimal time / streamfold time on one row of the headline table (same run)."""
+    t = tables.timed.get(f"per-event | {kind} | {n} | {mode}")
+    if t is None:
+        return None
+    other = next((c for c in t.cells.values() if not c.primary), None)
+    return other.ratio if other is not None else None
+
+
+def _section_per_event(tables: Tables) -> str:
+    found = tables.area("per-event")
+    if not found:
+        return ""
+    sizes = sorted({int(t.group.split(" | ")[2]) for t in found})
+    rows = []
+    for kind, label in PER_EVENT_KINDS.items():
+        for n in sizes:
+            cells: list[str] = [label, f"{n:,}"]
+            for mode in ("sync", "asyncio"):
+                t = tables.timed.get(f"per-event | {kind} | {n} | {mode}")
+                if t is None:
+                    cells += ["—", "—", "—"]
+                    continue
+                sf_cell = t.primary
+                other = next((c for c in t.cells.values() if not c.primary), None)
+                ratio = per_event_ratio(tables, kind, n, mode)
+                need = PER_EVENT_GOALS.get(n, (None, None))[mode == "asyncio"]
+                mark = "" if need is None or ratio is None or ratio >= need else " (goal "
+                mark += f"{need:g}x)" if mark else ""
+                cells += [
+                    fmt_time(per_stream(sf_cell)),
+                    fmt_time(per_stream(other)),
+                    f"**{fmt_ratio(ratio)}**{mark}",
+                ]
+            rows.append(cells)
+    head = [
+        "stream",
+        "events",
+        "`sf.fold`",
+        "minimal",
+        "minimal / fold",
+        "`sf.afold`",
+        "minimal async",
+        "minimal / afold",
+    ]
+    out = [
+        "### One event per read: the workload services run",
+        "",
+        "Each SSE event its own read, as a model server that flushes every token makes them; "
+        "streams of 5 to 10,000 events; sync over a list iterator, asyncio over an async "
+        "generator (one event loop, the streams folded one after the other). The minimal "
+        "folds (`benches/per_event.py`) handle what the stream holds: text, tool-call "
+        "arguments by index, finish reason, usage. Times are per stream; the ratio is the "
+        "median over passes of minimal time / streamfold time in the same pass (above 1: "
+        "streamfold is faster). The 'OpenAI Chat' 5-event stream has one text delta; the "
+        "Anthropic one has 6 events (message_start, block start, one delta, block stop, "
+        "message_delta, message_stop).",
+        "",
+        _repro("per-event"),
+        "",
+        _md_table(head, rows),
+        "",
+    ]
+    events_rows = []
+    for t in tables.area("per-event-events"):
+        _, kind, n = t.group.split(" | ")
+        sf_cell = t.primary
+        other = next((c for c in t.cells.values() if not c.primary), None)
+        events_rows.append(
+            [
+                PER_EVENT_KINDS.get(kind, kind),
+                f"{int(n):,}",
+                fmt_time(per_stream(sf_cell)),
+                fmt_time(per_stream(other)),
+                f"**{fmt_ratio(other.ratio if other else None)}**",
+            ]
+        )
+    if events_rows:
+        out += [
+            "**`sf.events()` at one event per read**, against the minimal framer + `orjson` "
+            "+ a `match` on the event type making one small tuple per event (goal: at least "
+            "2x from 50 events up):",
+            "",
+            _md_table(
+                ["stream", "events", "`sf.events`", "minimal", "minimal / events"], events_rows
+            ),
+            "",
+        ]
+    reference = tables.timed.get("per-event | openai-text | 10000 | sync")
+    ref_cell = reference.primary if reference is not None else None
+    ref = (
+        per_stream(ref_cell) / ref_cell.extra["stream_events"]
+        if ref_cell is not None and per_stream(ref_cell)
+        else None
+    )
+    capture_rows = []
+    for t in tables.area("per-event-captures"):
+        c = t.primary
+        per = per_stream(c)
+        if c is None or per is None:
+            continue
+        each = per / c.extra["stream_events"]
+        capture_rows.append(
+            [
+                t.group.split(" | ", 1)[1],
+                str(c.extra["stream_events"]),
+                fmt_time(per),
+                fmt_time(each),
+                fmt_ratio(each / ref) if ref else "—",
+            ]
+        )
+    if capture_rows:
+        out += [
+            "**The recorded captures at one event per read** (`../shared/captures`): the cost "
+            "per event of `sf.fold`, against that of the 10,000-event OpenAI Chat stream "
+            f"above ({fmt_time(ref)} per event); goal: within 1.5x.",
+            "",
+            _md_table(
+                ["capture", "events", "per stream", "per event", "vs 10,000-event stream"],
+                capture_rows,
+            ),
+            "",
+        ]
+    fixed_rows = []
+    for t in tables.area("per-event-fixed"):
+        c = t.primary
+        fixed_rows.append([t.group.split(" | ", 2)[2], fmt_time(per_stream(c))])
+    if fixed_rows:
+        out += [
+            "**The fixed cost of a stream** (`sf.fold` of an OpenAI Chat stream, one event per "
+            "read): `empty` is a finish chunk and `[DONE]`, `5 events` the stream above.",
+            "",
+            _md_table(["stream", "per stream"], fixed_rows),
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -874,6 +1029,7 @@ def render(
         "",
         "## Results",
         "",
+        _section_per_event(tables),
         _section_timed(
             tables,
             "framing",

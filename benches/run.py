@@ -37,6 +37,7 @@ import goals  # noqa: E402
 import report  # noqa: E402
 
 AREAS = {
+    "per-event": ["test_per_event.py"],
     "framing": ["test_framing.py"],
     "events": ["test_events.py"],
     "fold": ["test_fold.py"],

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from streamfold._types import ProviderName
+
 settings.register_profile(
     "default", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -43,7 +45,7 @@ def expected_for(path: Path) -> dict[str, Any]:
 
 
 #: Capture folder name -> streamfold provider name.
-CAPTURE_PROVIDER = {
+CAPTURE_PROVIDER: dict[str, ProviderName] = {
     "anthropic": "anthropic",
     "cohere_v1": "cohere-v1",
     "cohere_v2": "cohere-v2",

@@ -88,6 +88,8 @@ from typing import Any, cast
 import pytest
 from aiohttp import web
 
+from streamfold._types import ProviderName
+
 #: ../shared/captures beside the project root, when present (never copied into the project).
 CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "captures"
 #: The example streams shipped in the package (``streamfold demo``).
@@ -331,7 +333,7 @@ def _openai_with_usage() -> str:
 
 
 #: name -> (provider, content type, body)
-STREAMS: dict[str, tuple[str, str, bytes]] = {
+STREAMS: dict[str, tuple[ProviderName, str, bytes]] = {
     "onecortex": ("onecortex", SSE, _onecortex().encode()),
     "clouisle": ("clouisle", SSE, _clouisle().encode()),
     "clouisle-run": ("clouisle", SSE, _clouisle_run().encode()),
@@ -343,7 +345,7 @@ STREAMS: dict[str, tuple[str, str, bytes]] = {
 
 
 @functools.lru_cache(maxsize=16)
-def generated_stream(provider: str, n: int, delta: str = "tok ") -> bytes:
+def generated_stream(provider: ProviderName, n: int, delta: str = "tok ") -> bytes:
     """A stream of ``n`` text-delta events plus its envelope, for load runs."""
     out: list[str] = []
     if provider == "anthropic":
@@ -957,31 +959,33 @@ class Client:
 
     kind = ""
 
-    async def fold(self, url: str, provider: str, **options: Any) -> Any:
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
         raise NotImplementedError
 
-    async def events(self, url: str, provider: str) -> list[Any]:
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
         raise NotImplementedError
 
     async def fold_resumable(
-        self, url: str, provider: str, query: dict[str, Any], **options: Any
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
     ) -> Any:
         raise NotImplementedError
 
-    async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
         """Read ``n`` events, then break out of the loop (or raise in it); events read."""
         raise NotImplementedError
 
-    async def events_until_error(self, url: str, provider: str) -> Drained:
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
         """The events read, and the error that ended them (``None``: the stream ended)."""
         raise NotImplementedError
 
-    async def fold_body(self, url: str, provider: str) -> Any:
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
         """``fold`` of the client's own iterator of the body bytes (``iter_bytes()``…), not
         of the response: streamfold sees only the bytes, and the client's exceptions."""
         raise NotImplementedError
 
-    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
         """``events_until_error`` over the client's own iterator of the body bytes."""
         raise NotImplementedError
 
@@ -1019,7 +1023,7 @@ class _Leave(Exception):
 class HttpxSync(Client):
     kind = "httpx-sync"
 
-    async def fold(self, url: str, provider: str, **options: Any) -> Any:
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
         import httpx
 
         import streamfold as sf
@@ -1027,7 +1031,7 @@ class HttpxSync(Client):
         with httpx.Client() as client, client.stream("GET", url) as response:
             return sf.fold(response, provider=provider, **options)
 
-    async def events(self, url: str, provider: str) -> list[Any]:
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
         import httpx
 
         import streamfold as sf
@@ -1035,7 +1039,7 @@ class HttpxSync(Client):
         with httpx.Client() as client, client.stream("GET", url) as response:
             return list(sf.events(response, provider=provider))
 
-    async def events_until_error(self, url: str, provider: str) -> Drained:
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
         import httpx
 
         import streamfold as sf
@@ -1043,7 +1047,7 @@ class HttpxSync(Client):
         with httpx.Client() as client, client.stream("GET", url) as response:
             return drain(sf.events(response, provider=provider))
 
-    async def fold_body(self, url: str, provider: str) -> Any:
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
         import httpx
 
         import streamfold as sf
@@ -1051,7 +1055,7 @@ class HttpxSync(Client):
         with httpx.Client() as client, client.stream("GET", url) as response:
             return sf.fold(response.iter_bytes(), provider=provider)
 
-    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
         import httpx
 
         import streamfold as sf
@@ -1060,7 +1064,7 @@ class HttpxSync(Client):
             return drain(sf.events(response.iter_bytes(), provider=provider))
 
     async def fold_resumable(
-        self, url: str, provider: str, query: dict[str, Any], **options: Any
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
     ) -> Any:
         import httpx
 
@@ -1074,7 +1078,9 @@ class HttpxSync(Client):
 
             return sf.fold_resumable(connect, provider=provider, **options)
 
-    async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
         import httpx
 
         import streamfold as sf
@@ -1097,7 +1103,7 @@ class HttpxAsync(Client):
     def __init__(self, kind: str) -> None:
         self.kind = kind
 
-    async def fold(self, url: str, provider: str, **options: Any) -> Any:
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
         import httpx
 
         import streamfold as sf
@@ -1105,7 +1111,7 @@ class HttpxAsync(Client):
         async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
             return await sf.afold(response, provider=provider, **options)
 
-    async def events(self, url: str, provider: str) -> list[Any]:
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
         import httpx
 
         import streamfold as sf
@@ -1113,7 +1119,7 @@ class HttpxAsync(Client):
         async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
             return [event async for event in sf.aevents(response, provider=provider)]
 
-    async def events_until_error(self, url: str, provider: str) -> Drained:
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
         import httpx
 
         import streamfold as sf
@@ -1121,7 +1127,7 @@ class HttpxAsync(Client):
         async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
             return await adrain(sf.aevents(response, provider=provider))
 
-    async def fold_body(self, url: str, provider: str) -> Any:
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
         import httpx
 
         import streamfold as sf
@@ -1129,7 +1135,7 @@ class HttpxAsync(Client):
         async with httpx.AsyncClient() as client, client.stream("GET", url) as response:
             return await sf.afold(response.aiter_bytes(), provider=provider)
 
-    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
         import httpx
 
         import streamfold as sf
@@ -1138,7 +1144,7 @@ class HttpxAsync(Client):
             return await adrain(sf.aevents(response.aiter_bytes(), provider=provider))
 
     async def fold_resumable(
-        self, url: str, provider: str, query: dict[str, Any], **options: Any
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
     ) -> Any:
         import httpx
 
@@ -1152,7 +1158,9 @@ class HttpxAsync(Client):
 
             return await sf.afold_resumable(connect, provider=provider, **options)
 
-    async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
         import httpx
 
         import streamfold as sf
@@ -1176,7 +1184,7 @@ class HttpxAsync(Client):
 class Aiohttp(Client):
     kind = "aiohttp"
 
-    async def fold(self, url: str, provider: str, **options: Any) -> Any:
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
         import aiohttp
 
         import streamfold as sf
@@ -1184,7 +1192,7 @@ class Aiohttp(Client):
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return await sf.afold(response, provider=provider, **options)
 
-    async def events(self, url: str, provider: str) -> list[Any]:
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
         import aiohttp
 
         import streamfold as sf
@@ -1192,7 +1200,7 @@ class Aiohttp(Client):
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return [event async for event in sf.aevents(response, provider=provider)]
 
-    async def events_until_error(self, url: str, provider: str) -> Drained:
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
         import aiohttp
 
         import streamfold as sf
@@ -1200,7 +1208,7 @@ class Aiohttp(Client):
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return await adrain(sf.aevents(response, provider=provider))
 
-    async def fold_body(self, url: str, provider: str) -> Any:
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
         import aiohttp
 
         import streamfold as sf
@@ -1208,7 +1216,7 @@ class Aiohttp(Client):
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return await sf.afold(response.content.iter_any(), provider=provider)
 
-    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
         import aiohttp
 
         import streamfold as sf
@@ -1217,7 +1225,7 @@ class Aiohttp(Client):
             return await adrain(sf.aevents(response.content.iter_any(), provider=provider))
 
     async def fold_resumable(
-        self, url: str, provider: str, query: dict[str, Any], **options: Any
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
     ) -> Any:
         import aiohttp
 
@@ -1231,7 +1239,9 @@ class Aiohttp(Client):
 
             return await sf.afold_resumable(connect, provider=provider, **options)
 
-    async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
         import aiohttp
 
         import streamfold as sf
@@ -1257,7 +1267,7 @@ class Requests(Client):
 
     kind = "requests"
 
-    async def fold(self, url: str, provider: str, **options: Any) -> Any:
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
         import requests
 
         import streamfold as sf
@@ -1265,7 +1275,7 @@ class Requests(Client):
         with requests.Session() as session, session.get(url, stream=True) as response:
             return sf.fold(response, provider=provider, **options)
 
-    async def events(self, url: str, provider: str) -> list[Any]:
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
         import requests
 
         import streamfold as sf
@@ -1273,7 +1283,7 @@ class Requests(Client):
         with requests.Session() as session, session.get(url, stream=True) as response:
             return list(sf.events(response, provider=provider))
 
-    async def events_until_error(self, url: str, provider: str) -> Drained:
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
         import requests
 
         import streamfold as sf
@@ -1281,7 +1291,7 @@ class Requests(Client):
         with requests.Session() as session, session.get(url, stream=True) as response:
             return drain(sf.events(response, provider=provider))
 
-    async def fold_body(self, url: str, provider: str) -> Any:
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
         import requests
 
         import streamfold as sf
@@ -1289,7 +1299,7 @@ class Requests(Client):
         with requests.Session() as session, session.get(url, stream=True) as response:
             return sf.fold(response.iter_content(chunk_size=None), provider=provider)
 
-    async def events_of_body_until_error(self, url: str, provider: str) -> Drained:
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
         import requests
 
         import streamfold as sf
@@ -1298,7 +1308,7 @@ class Requests(Client):
             return drain(sf.events(response.iter_content(chunk_size=None), provider=provider))
 
     async def fold_resumable(
-        self, url: str, provider: str, query: dict[str, Any], **options: Any
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
     ) -> Any:
         import requests
 
@@ -1312,7 +1322,9 @@ class Requests(Client):
 
             return sf.fold_resumable(connect, provider=provider, **options)
 
-    async def read_then_leave(self, url: str, provider: str, n: int, *, raise_: bool) -> int:
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
         import requests
 
         import streamfold as sf

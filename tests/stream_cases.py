@@ -4,16 +4,18 @@ as ``(id, provider, body)``: what the round-trip tests of events, messages and w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id
+from streamfold._types import ProviderName
 from streamfold.cli_demo import EXAMPLES, load_example
 
 
 @dataclass(frozen=True)
 class Case:
     id: str
-    provider: str
+    provider: ProviderName
     body: bytes
 
     def fold(self) -> tuple[sf.Message, BaseException | None]:
@@ -31,7 +33,11 @@ def cases() -> list[Case]:
         Case(capture_id(p), CAPTURE_PROVIDER[p.parent.name], p.read_bytes())
         for p in capture_files()
     ]
-    found += [Case(f"example/{e.file}", e.provider, load_example(e.file).data) for e in EXAMPLES]
+    # An example's provider is the name auto-detection gives it: one of ProviderName.
+    found += [
+        Case(f"example/{e.file}", cast("ProviderName", e.provider), load_example(e.file).data)
+        for e in EXAMPLES
+    ]
     return found
 
 

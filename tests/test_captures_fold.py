@@ -22,6 +22,7 @@ import pytest
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, expected_for, requires_captures
+from streamfold._types import ProviderName
 from streamfold.message import Block, Message
 
 CAPTURES = capture_files()
@@ -322,7 +323,7 @@ def test_citation_offsets_as_documented() -> None:
 
 
 def folded_from_events(
-    chunks: list[bytes], provider: str
+    chunks: list[bytes], provider: ProviderName
 ) -> tuple[Message, type[BaseException] | None]:
     """The message a ``Folder`` makes of ``sf.events``: what a caller folding the events
     itself gets (with the error's ``.partial`` when the stream failed)."""
@@ -367,7 +368,9 @@ def test_fold_equals_folding_the_events_and_auto(path: Path) -> None:
         assert comparable(detected) == want
 
 
-def fold_capture_as(chunks: list[bytes], provider: str) -> tuple[Message, BaseException | None]:
+def fold_capture_as(
+    chunks: list[bytes], provider: ProviderName
+) -> tuple[Message, BaseException | None]:
     try:
         return sf.fold(chunks, provider=provider), None
     except sf.StreamfoldError as exc:

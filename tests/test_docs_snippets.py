@@ -29,6 +29,7 @@ import requests
 
 import streamfold as sf
 from http_server import EXAMPLES, STREAMS, StreamServer, stream_server
+from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
 
@@ -75,7 +76,7 @@ def example(name: str) -> bytes:
     return (EXAMPLES / name).read_bytes()
 
 
-def folded(name: str, provider: str) -> sf.Message:
+def folded(name: str, provider: ProviderName) -> sf.Message:
     return sf.fold([example(name)], provider=provider)
 
 
@@ -85,7 +86,7 @@ async def opened(stack: contextlib.AsyncExitStack, url: str) -> httpx.Response:
     return stack.enter_context(client.stream("GET", url))
 
 
-def complete_from(provider: str, name: str) -> Callable[[dict[str, Any]], None]:
+def complete_from(provider: ProviderName, name: str) -> Callable[[dict[str, Any]], None]:
     def check(ns: dict[str, Any]) -> None:
         message = ns["message"]
         assert isinstance(message, sf.Message)
@@ -214,7 +215,7 @@ async def fold_md(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run
 
 async def http_md_responses(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
     # Statement number -> what it folds (statement 2 makes aiohttp's timeout).
-    cases = {
+    cases: dict[int, tuple[ProviderName, str]] = {
         0: ("anthropic", "anthropic_thinking.sse"),
         1: ("openai", "openai_parallel_tools.sse"),
         3: ("cohere-v2", "cohere_v2_citations.sse"),

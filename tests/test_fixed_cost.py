@@ -16,6 +16,7 @@ import pytest
 
 import streamfold as sf
 from streamfold import source
+from streamfold._types import ProviderName
 from streamfold.events import BlockDelta, BlockStart, MessageEnd, MessageStart, Notice
 from streamfold.folder import Folder
 from streamfold.providers import PROVIDER_NAMES, get_provider
@@ -104,7 +105,7 @@ def test_a_list_or_tuple_source_needs_no_context_manager(
 ) -> None:
     """A list or tuple is iterated as it is: nothing to check, open or close."""
 
-    def opened(source: Any, provider: str) -> Any:
+    def opened(source: Any, provider: ProviderName) -> Any:
         raise AssertionError("a list or tuple went through the general source path")
 
     monkeypatch.setattr(source, "_opened_chunks", opened)
@@ -160,7 +161,7 @@ def _chat(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 
 #: One short answer ("Hi") per provider, as a classification or routing call gets.
-SHORT: dict[str, bytes] = {
+SHORT: dict[ProviderName, bytes] = {
     "anthropic": TINY,
     "openai": _sse(
         (None, _chat({"role": "assistant", "content": ""})),
@@ -235,7 +236,7 @@ SHORT: dict[str, bytes] = {
 
 
 @pytest.mark.parametrize("name", sorted(SHORT))
-def test_a_short_stream_runs_no_comprehension(name: str) -> None:
+def test_a_short_stream_runs_no_comprehension(name: ProviderName) -> None:
     """A comprehension or generator expression makes a function object (and a generator) at
     each call: on a stream of a few frames, every one is a cost the whole call pays. The
     fold and the events of a short answer run none of them."""

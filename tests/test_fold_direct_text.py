@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold._types import ProviderName
 from streamfold.events import BlockDelta
 from streamfold.folder import Folder
 from streamfold.pipeline import Pipeline
@@ -25,14 +26,16 @@ from streamfold.pipeline import Pipeline
 Outcome = tuple[str, Any]
 
 
-def outcome(chunks: list[bytes], provider: str) -> Outcome:
+def outcome(chunks: list[bytes], provider: ProviderName) -> Outcome:
     try:
         return "ok", sf.fold(chunks, provider=provider)
     except sf.StreamfoldError as exc:
         return repr(exc), getattr(exc, "partial", None)
 
 
-def slow_outcome(monkeypatch: pytest.MonkeyPatch, chunks: list[bytes], provider: str) -> Outcome:
+def slow_outcome(
+    monkeypatch: pytest.MonkeyPatch, chunks: list[bytes], provider: ProviderName
+) -> Outcome:
     """The fold with the direct paths refused: every text delta is an event."""
     with monkeypatch.context() as m:
         m.setattr(Folder, "text_pieces", lambda self, choice, index: None)
@@ -219,7 +222,7 @@ def _texts(n: int, rng: random.Random) -> Iterator[str]:
     st.sampled_from(["openai", "auto"]),
 )
 def test_openai_folds_alike(
-    steps: list[tuple[str, str]], finish: bool, seed: int, reads: str, provider: str
+    steps: list[tuple[str, str]], finish: bool, seed: int, reads: str, provider: ProviderName
 ) -> None:
     # Runs of plain text first, so templates are learned and the direct path is live. Read
     # whole, the events made before a text in the same read are folded first.
@@ -246,7 +249,13 @@ def test_openai_folds_alike(
     provider=st.sampled_from(["anthropic", "auto"]),
 )
 def test_anthropic_folds_alike(
-    *, steps: list[tuple[str, str]], finish: bool, pad: str, seed: int, reads: str, provider: str
+    *,
+    steps: list[tuple[str, str]],
+    finish: bool,
+    pad: str,
+    seed: int,
+    reads: str,
+    provider: ProviderName,
 ) -> None:
     rng = random.Random(seed)
     head = [("text", t) for t in _texts(rng.randint(0, 6), rng)]
@@ -260,7 +269,7 @@ def test_anthropic_folds_alike(
 @pytest.mark.parametrize("auto", [False, True], ids=["named", "auto"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_direct_path_is_taken(
-    provider: str, auto: bool, reads: str, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderName, auto: bool, reads: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     words = [f" w{i}" for i in range(200)]
     if provider == "openai":
@@ -280,7 +289,7 @@ def test_the_direct_path_is_taken(
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_decoder_folds_reads_of_one_event(
-    provider: str, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderName, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One event per read: past the first deltas every text frame is folded in Rust (no
     appender is asked for it), and the counts the errors quote (frames, bytes) still add up."""
@@ -315,7 +324,7 @@ def per_frame(data: bytes) -> list[bytes]:
 
 @pytest.mark.parametrize("provider", ["openai", "auto"])
 def test_text_after_another_block_goes_to_its_new_block(
-    provider: str, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderName, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Text, a refusal, text again: the same template reads both runs of text, but the second
     run belongs to a new block, so the appender of the first must not survive the events."""
@@ -333,7 +342,7 @@ def test_text_after_another_block_goes_to_its_new_block(
 @pytest.mark.parametrize("reads", READS)
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "auto"])
 def test_events_make_every_delta(
-    provider: str, reads: str, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderName, reads: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``events()`` never uses a fold's sink: each text fragment is a ``BlockDelta``, made in
     Rust by the decoder's events path (``arm_events``) once a template reads it, the same
@@ -384,7 +393,7 @@ def test_captures_fold_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize("whole", [False, True], ids=["reads", "whole"])
 @pytest.mark.parametrize("provider", ["openai-responses", "auto"])
 def test_the_direct_path_is_taken_on_responses(
-    provider: str, whole: bool, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderName, whole: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 654 deltas of reasoning summary and text: those read by template go to their block.
     path = next(p for p in capture_files() if p.stem == "reasoning_summary")
@@ -396,7 +405,7 @@ def test_the_direct_path_is_taken_on_responses(
     assert counts[0] > 500
 
 
-def _argument_stream(provider: str, fragments: list[str]) -> bytes:
+def _argument_stream(provider: ProviderName, fragments: list[str]) -> bytes:
     if provider == "openai":
         steps = [("call", ""), *(("args", f) for f in fragments)]
         return openai_stream(steps, finish=True)
@@ -406,7 +415,7 @@ def _argument_stream(provider: str, fragments: list[str]) -> bytes:
 @pytest.mark.parametrize("broken", [False, True], ids=["valid", "refused"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_decoder_folds_argument_fragments(
-    provider: str, broken: bool, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderName, broken: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tool call's argument fragments, one event per read, go from the decoder to the call's
     accumulator; one it refuses (text that can never be JSON) leaves the call's text whole

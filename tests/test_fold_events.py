@@ -13,6 +13,7 @@ import pytest
 
 import streamfold as sf
 from streamfold import folder as folder_module
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -35,14 +36,18 @@ from streamfold.events import (
 from streamfold.message import Citation, Message, ToolResult, Usage
 
 
-def feed(events: Iterable[Event], provider: str = "openai", *, strict: bool = False) -> sf.Folder:
+def feed(
+    events: Iterable[Event], provider: ProviderName = "openai", *, strict: bool = False
+) -> sf.Folder:
     folder = sf.Folder(provider, strict=strict)
     for event in events:
         folder.add(event)
     return folder
 
 
-def fold(events: Iterable[Event], provider: str = "openai", *, strict: bool = False) -> Message:
+def fold(
+    events: Iterable[Event], provider: ProviderName = "openai", *, strict: bool = False
+) -> Message:
     return feed(events, provider, strict=strict).result()
 
 
@@ -1042,9 +1047,9 @@ def test_a_folder_driven_by_hand_over_auto_events_learns_the_detected_provider()
 def test_a_folder_refuses_an_unknown_provider_name_as_fold_does() -> None:
     # `sf.Folder("nope")` was accepted silently, and every message and error then named "nope".
     with pytest.raises(ValueError, match="unknown provider 'nope'") as folder_error:
-        sf.Folder("nope")
+        sf.Folder("nope")  # type: ignore[arg-type]
     with pytest.raises(ValueError) as fold_error:
-        sf.fold([b""], provider="nope")
+        sf.fold([b""], provider="nope")  # type: ignore[arg-type]
     assert str(folder_error.value) == str(fold_error.value)
     assert "anthropic" in str(folder_error.value)
     assert all(sf.Folder(name).provider == name for name in sf.PROVIDER_NAMES)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from streamfold import folder as folder_module
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -194,7 +195,7 @@ def test_snapshots_anywhere_change_nothing(data: st.DataObject) -> None:
         assert _digest(snap) == digest
 
 
-def _events(body: bytes, provider: str) -> list[Event]:
+def _events(body: bytes, provider: ProviderName) -> list[Event]:
     """The events of a stream up to its end or its error."""
     out: list[Event] = []
     with contextlib.suppress(sf.StreamfoldError):
@@ -237,7 +238,7 @@ def test_a_character_split_between_deltas_is_shown_whole_while_the_block_is_open
     provider=st.sampled_from(["openai", "anthropic"]),
 )
 def test_snapshot_text_only_grows_when_characters_are_cut_in_utf16_halves(
-    text: str, cuts: list[int], provider: str
+    text: str, cuts: list[int], provider: ProviderName
 ) -> None:
     pieces = [p for p in _utf16_pieces(text, cuts) if p]
     body = (_openai_pieces if provider == "openai" else _anthropic_pieces)(pieces)

@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.message import Message
 
 
@@ -40,7 +41,7 @@ def lines(*payloads: Any) -> bytes:
 
 @dataclass
 class Case:
-    provider: str
+    provider: ProviderName
     body: bytes
     check: Callable[[Any], None]
     #: The error ``fold`` raises, or ``None`` when it returns a message.
@@ -51,7 +52,7 @@ CASES: dict[str, Case] = {}
 
 
 def case(
-    name: str, provider: str, body: bytes, raises: type[sf.StreamfoldError] | None = None
+    name: str, provider: ProviderName, body: bytes, raises: type[sf.StreamfoldError] | None = None
 ) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
     def register(check: Callable[[Any], None]) -> Callable[[Any], None]:
         CASES[name] = Case(provider, body, check, raises)
@@ -1068,7 +1069,9 @@ def test_any_split_gives_the_one_shot_outcome(data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("provider", ["cohere-v1", "cohere-v2", "openai", "anthropic"])
-def test_byte_by_byte_gives_the_one_shot_error_under_any_provider(name: str, provider: str) -> None:
+def test_byte_by_byte_gives_the_one_shot_error_under_any_provider(
+    name: str, provider: ProviderName
+) -> None:
     body = CASES[name].body
     whole = outcome(lambda: sf.fold([body], provider=provider))
     pieces = outcome(
@@ -1120,7 +1123,7 @@ def test_protocol_error_carries_the_partial() -> None:
 
 
 @pytest.mark.parametrize("provider", ["openai", "auto"])
-def test_an_event_over_the_limit_names_provider_and_frame(provider: str) -> None:
+def test_an_event_over_the_limit_names_provider_and_frame(provider: ProviderName) -> None:
     # The decoder knows only bytes; the pipeline names the provider (the detected one for
     # auto) and the number of the frame the oversized event would have been.
     body = sse(*OPENAI_TEXT[:2]) + b"data: " + b"x" * 2000 + b"\n\n"
@@ -1188,7 +1191,7 @@ def test_a_stream_error_names_the_event_it_came_in() -> None:
 
 
 #: Whole streams of each format, and the name auto-detection gives them.
-WHOLE = {
+WHOLE: dict[str, ProviderName] = {
     "openai_text": "openai",
     "anthropic_tool_use": "anthropic",
     "gemini_tool_call_stop": "gemini",
@@ -1258,7 +1261,7 @@ def test_an_open_stream_its_provider_reads_keeps_no_copy_of_its_first_bytes() ->
     ],
 )
 def test_a_stream_cut_short_with_the_right_provider_has_no_such_hint(
-    name: str, provider: str
+    name: str, provider: ProviderName
 ) -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([CASES[name].body], provider=provider)
@@ -1351,7 +1354,7 @@ def test_a_character_split_in_two_deltas_folds_to_one() -> None:
     split=st.integers(1, 64),
 )
 def test_text_cut_by_utf16_units_folds_back_to_the_text(
-    text: str, cuts: list[int], provider: str, split: int
+    text: str, cuts: list[int], provider: ProviderName, split: int
 ) -> None:
     pieces = [p for p in _utf16_pieces(text, cuts) if p]
     make = _openai_pieces if provider == "openai" else _anthropic_pieces
@@ -1404,7 +1407,7 @@ HTML_PAGE = b"<html>\n<body>502 Bad Gateway</body>\n</html>\n"
 
 
 @pytest.mark.parametrize("provider", ["auto", "openai", "cohere-v2", "anthropic", "cohere-v1"])
-def test_an_html_page_is_not_a_stream_cut_short(provider: str) -> None:
+def test_an_html_page_is_not_a_stream_cut_short(provider: ProviderName) -> None:
     # JSON lines refuse its first line as they read it; an SSE provider finds no frame.
     said = "line 1 is not JSON" if provider == "cohere-v1" else r"not an event stream.*HTML"
     with pytest.raises(sf.ProtocolError, match=said):

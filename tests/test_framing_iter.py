@@ -11,6 +11,7 @@ import pytest
 
 import streamfold as sf
 from streamfold import ProtocolError, ServerSentEvent
+from streamfold._types import ProviderName
 
 SSE = "event: greet\ndata: héllo\n\ndata: 😀\nid: 7\n\n: comment\n\ndata: tail\n\n".encode()
 SSE_EVENTS = [("greet", "héllo", ""), ("message", "😀", "7"), ("message", "tail", "7")]
@@ -191,7 +192,7 @@ async def test_aiter_sse_interleaves_with_other_tasks() -> None:
     [list(b"data: x\n\n"), [b"\n", 5], [None]],
     ids=["iterated-bytes", "int-later", "none"],
 )
-def test_events_and_fold_say_which_chunk_is_not_bytes(provider: str, chunks: Any) -> None:
+def test_events_and_fold_say_which_chunk_is_not_bytes(provider: ProviderName, chunks: Any) -> None:
     # `sf.fold(iter(body))` iterates ints: the error says what arrived and what to pass,
     # not "'int' object is not subscriptable" from deep inside.
     for run in (

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -27,6 +27,7 @@ from http_server import (
     stream_server,
 )
 from streamfold._transport import ConnectionLostError
+from streamfold._types import ProviderName
 from streamfold.events import BlockDelta
 from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 
@@ -62,7 +63,7 @@ async def outcome(coro: Any) -> tuple[Any, ...]:
         return (type(exc).__name__, getattr(exc, "code", None), getattr(exc, "partial", None))
 
 
-def fold_bytes(body: bytes, provider: str) -> tuple[Any, ...]:
+def fold_bytes(body: bytes, provider: ProviderName) -> tuple[Any, ...]:
     try:
         return ("ok", sf.fold([body], provider=provider))
     except sf.StreamfoldError as exc:
@@ -338,7 +339,7 @@ def vertex_cut() -> tuple[bytes, int]:
     return body, cut
 
 
-def bytes_until_error(body: bytes, provider: str) -> tuple[list[Any], Any]:
+def bytes_until_error(body: bytes, provider: ProviderName) -> tuple[list[Any], Any]:
     """The events of ``body`` read whole, and the error ending them (a clean end of input)."""
     seen: list[Any] = []
     try:
@@ -368,7 +369,7 @@ async def test_connection_lost_inside_one_big_chunk_keeps_what_came(
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", ["gemini", "auto"])
 async def test_connection_lost_inside_a_streamed_call_keeps_its_arguments(
-    client: Client, stream_server: StreamServer, provider: str
+    client: Client, stream_server: StreamServer, provider: ProviderName
 ) -> None:
     # The provider holds a streamed call's arguments until the call ends; a lost connection
     # ends the input as a clean end would, so the partial is the one of the bytes that arrived.
@@ -544,7 +545,7 @@ def test_stream_fold_after_the_loop_raised_raises_that_error_again(
     # A loop that caught the stream's error, then asks for the message: fold() raises that
     # error again. It raised IncompleteStreamError ("the events ended without the provider's
     # terminal event"), which turned a provider's overloaded_error into a cut stream.
-    provider = example.split("_", maxsplit=1)[0]
+    provider = cast("ProviderName", example.split("_", maxsplit=1)[0])
     with sf.stream("GET", stream_server.url(f"/example/{example}"), provider=provider) as s:
         with pytest.raises(error) as first:
             for _ in s:
@@ -609,7 +610,7 @@ async def test_temporary_clients_share_one_ssl_context(
     ],
 )
 def test_stream_text_stream_joins_to_the_folded_text(
-    stream_server: StreamServer, example: str, provider: str
+    stream_server: StreamServer, example: str, provider: ProviderName
 ) -> None:
     url = stream_server.url(f"/example/{example}", drip=1)
     with sf.stream("GET", url, provider=provider) as s:
@@ -1003,7 +1004,7 @@ STREAM_HEADER_CASES: list[tuple[str, Any, dict[str, str]]] = [
 
 @pytest.mark.parametrize(("provider", "headers", "expected"), STREAM_HEADER_CASES)
 def test_stream_sends_the_sse_request_headers(
-    stream_server: StreamServer, provider: str, headers: Any, expected: dict[str, str]
+    stream_server: StreamServer, provider: ProviderName, headers: Any, expected: dict[str, str]
 ) -> None:
     # sf.stream sent neither header, where httpx-sse's connect_sse sends both.
     rid = f"stream-headers-{provider}-{headers!r}"
@@ -1028,7 +1029,7 @@ def test_stream_sends_the_sse_request_headers(
 async def test_astream_sends_the_sse_request_headers(
     anyio_backend: str,
     stream_server: StreamServer,
-    provider: str,
+    provider: ProviderName,
     headers: Any,
     expected: dict[str, str],
 ) -> None:
@@ -1105,7 +1106,7 @@ async def test_astream_raises_http_errors_when_entered(
 
 def test_stream_rejects_an_unknown_provider() -> None:
     with pytest.raises(ValueError, match="unknown provider"):
-        sf.stream("GET", "http://127.0.0.1:9/", provider="nope")
+        sf.stream("GET", "http://127.0.0.1:9/", provider="nope")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio

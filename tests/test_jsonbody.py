@@ -13,6 +13,7 @@ import pytest
 
 import streamfold as sf
 from http_server import STREAMS, StreamServer, clouisle_run_events, stream_server
+from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
 
@@ -183,7 +184,7 @@ def test_a_body_that_is_not_the_catch_up_is_a_protocol_error(
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "auto"])
-def test_a_provider_without_a_json_form_is_refused(provider: str) -> None:
+def test_a_provider_without_a_json_form_is_refused(provider: ProviderName) -> None:
     with pytest.raises(ValueError, match="fold_json reads provider='clouisle' or 'onecortex'"):
         sf.fold_json(catch_up(RUN), provider)
 
@@ -223,7 +224,7 @@ def test_a_lone_surrogate_reads_as_in_the_stream() -> None:
 
 @pytest.mark.parametrize("provider", ["clouisle", "onecortex"])
 @pytest.mark.parametrize("form", ["bytes", "parsed"])
-def test_a_body_nested_too_deeply_is_a_protocol_error(provider: str, form: str) -> None:
+def test_a_body_nested_too_deeply_is_a_protocol_error(provider: ProviderName, form: str) -> None:
     # The stream's parser refuses such data (ProtocolError, recursion limit exceeded); the
     # body raised RecursionError from json.loads (bytes) or json.dumps (parsed).
     depth = 100_000

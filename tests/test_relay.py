@@ -24,12 +24,20 @@ import uvicorn
 import streamfold as sf
 from http_server import StreamServer, split_events, stream_server
 from stream_cases import CASES, Case
+from streamfold._types import ProviderName
 from streamfold.writers import Writer
 from writer_roundtrip import events_until_error, written
 
 __all__ = ["stream_server"]
 
-TARGETS = ("openai", "anthropic", "gemini", "cohere-v2", "openai-responses", "mistral")
+TARGETS: tuple[ProviderName, ...] = (
+    "openai",
+    "anthropic",
+    "gemini",
+    "cohere-v2",
+    "openai-responses",
+    "mistral",
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -53,7 +61,9 @@ def relayed(case: Case, to: str) -> tuple[bytes, sf.Relay, BaseException | None]
 
 @pytest.mark.parametrize("to", TARGETS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_relay_writes_what_the_writer_writes_and_folds_what_fold_folds(case: Case, to: str) -> None:
+def test_relay_writes_what_the_writer_writes_and_folds_what_fold_folds(
+    case: Case, to: ProviderName
+) -> None:
     out, r, exc = relayed(case, to)
     want, want_exc = case.fold()
     assert type(exc) is type(want_exc)
@@ -355,4 +365,4 @@ def test_a_detected_format_without_a_writer_asks_for_to() -> None:
 
 def test_an_unknown_provider_is_refused_as_fold_refuses_it() -> None:
     with pytest.raises(ValueError, match="unknown provider 'nope'"):
-        sf.relay([], provider="nope")
+        sf.relay([], provider="nope")  # type: ignore[arg-type]

@@ -6,11 +6,13 @@ import itertools
 import json
 import random
 from collections.abc import Iterable
+from typing import Literal
 
 import pytest
 
 import streamfold as sf
 from conftest import CAPTURES, requires_captures
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -25,7 +27,7 @@ from streamfold.message import BlockKind, Citation, Message
 from streamfold.request import REQUEST_PROVIDERS
 
 
-def fold(events: Iterable[Event], provider: str = "") -> Message:
+def fold(events: Iterable[Event], provider: ProviderName | Literal[""] = "") -> Message:
     folder = sf.Folder(provider)
     for event in [MessageStart(), *events, MessageEnd(finish_reason="stop", raw_finish_reason="x")]:
         folder.add(event)
@@ -70,7 +72,7 @@ def test_default_provider_is_the_messages_own() -> None:
 @pytest.mark.parametrize("name", ["auto", "", "cohere", "OPENAI"])
 def test_unknown_provider(name: str) -> None:
     with pytest.raises(ValueError, match="no request shape"):
-        TEXT.to_request(name)
+        TEXT.to_request(name)  # type: ignore[call-overload]
 
 
 def test_a_call_without_valid_arguments_cannot_be_sent_back() -> None:
@@ -89,7 +91,7 @@ def test_a_call_without_valid_arguments_cannot_be_sent_back() -> None:
 
 
 @pytest.mark.parametrize("provider", ["openai", "openai-chat"])
-def test_openai_text(provider: str) -> None:
+def test_openai_text(provider: ProviderName) -> None:
     assert TEXT.to_request(provider) == {"role": "assistant", "content": "Hello there."}
 
 
@@ -463,7 +465,7 @@ def test_gemini_signature_on_an_empty_part_is_kept() -> None:
 
 
 @pytest.mark.parametrize("provider", ["onecortex", "clouisle"])
-def test_agent_platforms_plain_turn(provider: str) -> None:
+def test_agent_platforms_plain_turn(provider: ProviderName) -> None:
     assert CALLS.to_request(provider) == {"role": "assistant", "content": ""}
     assert TEXT.to_request(provider) == {"role": "assistant", "content": "Hello there."}
 
@@ -555,7 +557,9 @@ _TURNS = {"anthropic": _anthropic_turn, "gemini": _gemini_turn, "openai-response
 
 @pytest.mark.parametrize("source", sorted(_TURNS))
 @pytest.mark.parametrize("target", REQUEST_PROVIDERS)
-def test_signatures_and_payloads_go_only_to_their_own_provider(source: str, target: str) -> None:
+def test_signatures_and_payloads_go_only_to_their_own_provider(
+    source: str, target: ProviderName
+) -> None:
     # An Anthropic thinking signature sent as Gemini's thoughtSignature (or as Responses'
     # encrypted_content) is refused, or worse, read as Gemini's own.
     message = _TURNS[source]()

@@ -31,8 +31,9 @@ from hypothesis import strategies as st
 import streamfold as sf
 from conftest import CAPTURES, expected_for, requires_captures
 from sse_reference import interpret
+from streamfold._types import ProviderName
 
-P = "anthropic"
+P: ProviderName = "anthropic"
 
 #: The anthropic captures that end with ``message_stop`` (the others have no whole message).
 CAPTURE_FILES = (

@@ -27,6 +27,7 @@ from http_server import (
     redis_ids,
     stream_server,
 )
+from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
 
@@ -66,7 +67,7 @@ def whole(name: str, ids: str | None = None) -> sf.Message:
 
 #: name -> (stream, faults, resume options, connections the server must see; 0: more than
 #: max_reconnects + 1, i.e. progress reset the budget)
-SCENARIOS: dict[str, tuple[str, dict[str, Any], dict[str, Any], int]] = {
+SCENARIOS: dict[str, tuple[ProviderName, dict[str, Any], dict[str, Any], int]] = {
     "last-event-id": ("onecortex", {"cut": 400, "replay": 2}, {}, 2),
     "last-event-id-utf8": ("onecortex", {"cut": "utf8", "replay": 1}, {}, 2),
     "last-event-id-clean-eof": ("onecortex", {"end": 520, "replay": 3}, {}, 2),
@@ -331,7 +332,7 @@ def test_stream_idle_timeout_covers_a_reconnection_that_never_answers(
     assert len(stream_server.seen(rid)) == 3
 
 
-def check_no_response(error: BaseException, provider: str) -> None:
+def check_no_response(error: BaseException, provider: ProviderName) -> None:
     """``error`` is the silence of a first request that never got its response's head."""
     assert type(error) is sf.IdleTimeoutError
     assert isinstance(error, TimeoutError)
@@ -426,7 +427,7 @@ async def test_idle_timeout_covers_a_first_connection_that_never_answers(
 STALL_AT_600 = {"stall": 5, "stall_at": 600}
 
 
-def check_silence_after_600_bytes(error: BaseException, provider: str) -> None:
+def check_silence_after_600_bytes(error: BaseException, provider: ProviderName) -> None:
     """``error`` gave up a stream silent after its first 600 bytes: the message says so."""
     assert isinstance(error, sf.IncompleteStreamError)
     assert "sent nothing for 0.3 s (idle_timeout)" in str(error)

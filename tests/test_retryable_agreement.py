@@ -12,6 +12,7 @@ import pytest
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
 from providers.sse_helpers import jsonl, named, sse
+from streamfold._types import ProviderName
 
 #: provider -> an in-stream error frame it reports as ``StreamError``.
 ERRORS: dict[str, bytes] = {
@@ -31,14 +32,14 @@ ERRORS: dict[str, bytes] = {
 }
 
 
-def frames(body: bytes, provider: str) -> list[bytes]:
+def frames(body: bytes, provider: ProviderName) -> list[bytes]:
     if provider == "cohere-v1":
         return [line + b"\n" for line in body.split(b"\n") if line.strip()]
     body = body.replace(b"\r\n", b"\n")
     return [frame + b"\n\n" for frame in body.split(b"\n\n") if frame.strip()]
 
 
-def verdicts(chunks: list[bytes], provider: str) -> tuple[object, object]:
+def verdicts(chunks: list[bytes], provider: ProviderName) -> tuple[object, object]:
     """``retryable_without_duplicate`` from ``sf.events`` and from ``sf.fold`` (the error's
     type name when it is not a ``StreamError``)."""
     found: list[object] = []
@@ -59,7 +60,7 @@ def prefixes(count: int) -> list[int]:
     return sorted({*range(min(count, 25) + 1), count // 3, count // 2, count})
 
 
-def check(body: bytes, provider: str) -> None:
+def check(body: bytes, provider: ProviderName) -> None:
     parts = frames(body, provider)
     for k in prefixes(len(parts)):
         chunks = [*parts[:k], ERRORS[provider]]
@@ -74,7 +75,7 @@ def test_events_and_fold_agree_on_every_capture(path: Path) -> None:
 
 
 #: Agent streams whose answer includes what is not a block: a tool's result, media.
-AGENT_STREAMS: dict[str, tuple[str, bytes]] = {
+AGENT_STREAMS: dict[str, tuple[ProviderName, bytes]] = {
     "clouisle-tool-result": (
         "clouisle",
         sse(

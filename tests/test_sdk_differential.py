@@ -52,6 +52,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURES, requires_captures
+from streamfold._types import ProviderName
 from streamfold.message import Message
 
 try:
@@ -143,7 +144,9 @@ def sdk_responses(raw: bytes) -> Any:
     return state._completed_response
 
 
-def fold(raw: bytes, provider: str, cuts: list[int]) -> tuple[Message, BaseException | None]:
+def fold(
+    raw: bytes, provider: ProviderName, cuts: list[int]
+) -> tuple[Message, BaseException | None]:
     bounds = [0, *sorted(cuts), len(raw)]
     chunks = [raw[a:b] for a, b in pairwise(bounds)]
     try:
@@ -347,7 +350,9 @@ def responses_from_sf(message: Message) -> dict[str, Any]:
 
 # -- captures ---------------------------------------------------------------------------------
 
-Compare = tuple[str, Callable[[bytes], Any], Callable[[Any], Any], Callable[[Message], Any]]
+Compare = tuple[
+    ProviderName, Callable[[bytes], Any], Callable[[Any], Any], Callable[[Message], Any]
+]
 PROVIDERS: dict[str, Compare] = {
     "openai_chat": ("openai", sdk_chat, chat_from_sdk, chat_from_sf),
     "anthropic": ("anthropic", sdk_anthropic, anthropic_from_sdk, anthropic_from_sf),

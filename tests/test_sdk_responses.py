@@ -17,6 +17,7 @@ import pytest
 
 import streamfold as sf
 from http_server import EXAMPLES, StreamServer, stream_server
+from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]
 
@@ -29,7 +30,7 @@ OPENAI_FILE = "openai_parallel_tools.sse"
 ANTHROPIC_FILE = "anthropic_thinking.sse"
 
 
-def whole(name: str, provider: str) -> sf.Message:
+def whole(name: str, provider: ProviderName) -> sf.Message:
     return sf.fold([(EXAMPLES / name).read_bytes()], provider=provider)
 
 
@@ -51,7 +52,7 @@ SDKS = {
 }
 
 
-def client_of(server: StreamServer, provider: str, *, asynchronous: bool = False) -> Any:
+def client_of(server: StreamServer, provider: ProviderName, *, asynchronous: bool = False) -> Any:
     name, _, sync_class, async_class = SDKS[provider]
     module = openai if provider == "openai" else anthropic
     cls = getattr(module, async_class if asynchronous else sync_class)
@@ -59,7 +60,7 @@ def client_of(server: StreamServer, provider: str, *, asynchronous: bool = False
 
 
 @pytest.mark.parametrize("provider", list(SDKS))
-def test_an_sdk_http_response_folds(stream_server: StreamServer, provider: str) -> None:
+def test_an_sdk_http_response_folds(stream_server: StreamServer, provider: ProviderName) -> None:
     # `response.http_response` is an httpx2.Response: it was a TypeError ("expected an
     # iterable of bytes or a response"), so users had to know to pass iter_bytes().
     name, open_stream, _, _ = SDKS[provider]
@@ -72,7 +73,7 @@ def test_an_sdk_http_response_folds(stream_server: StreamServer, provider: str) 
 
 @pytest.mark.parametrize("provider", list(SDKS))
 def test_a_cut_sdk_body_is_connection_lost_with_the_partial(
-    stream_server: StreamServer, provider: str
+    stream_server: StreamServer, provider: ProviderName
 ) -> None:
     # A cut while the SDK's body is read raised httpx2's own RemoteProtocolError, which no
     # `except sf.StreamfoldError` caught and which carried no partial message.
@@ -96,7 +97,7 @@ def test_a_cut_sdk_body_is_connection_lost_with_the_partial(
 @pytest.mark.parametrize("provider", list(SDKS))
 @pytest.mark.anyio
 async def test_an_async_sdk_http_response_folds(
-    stream_server: StreamServer, provider: str, anyio_backend: str
+    stream_server: StreamServer, provider: ProviderName, anyio_backend: str
 ) -> None:
     name, open_stream, _, _ = SDKS[provider]
     client = client_of(stream_server, provider, asynchronous=True)
@@ -108,7 +109,7 @@ async def test_an_async_sdk_http_response_folds(
 @pytest.mark.parametrize("provider", list(SDKS))
 @pytest.mark.anyio
 async def test_a_cut_async_sdk_body_is_connection_lost(
-    stream_server: StreamServer, provider: str
+    stream_server: StreamServer, provider: ProviderName
 ) -> None:
     _, open_stream, _, _ = SDKS[provider]
     client = client_of(stream_server, provider, asynchronous=True)

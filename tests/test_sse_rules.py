@@ -16,6 +16,7 @@ import pytest
 
 import streamfold as sf
 from streamfold import ProtocolError, ServerSentEvent, SSEDecoder, StreamfoldError
+from streamfold._types import ProviderName
 
 
 def decode(*chunks: bytes, max_event_bytes: int | None = None) -> list[ServerSentEvent]:
@@ -649,12 +650,13 @@ def test_a_size_limit_below_one_is_a_value_error_naming_it(limit: int) -> None:
     with pytest.raises(ValueError, match=rf"max_line_bytes {must}"):
         list(sf.iter_json_lines([b"{}\n"], max_line_bytes=limit))
     # fold/events name their own option, for JSON lines and ``auto`` too.
-    for provider, body in [
+    cases: list[tuple[ProviderName, bytes]] = [
         ("openai", b"data: {}\n\n"),
         ("cohere-v1", b"{}\n"),
         ("auto", b"data: {}\n\n"),
         ("auto", b"{}\n"),
-    ]:
+    ]
+    for provider, body in cases:
         with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):
             sf.fold([body], provider=provider, max_event_bytes=limit)
         with pytest.raises(ValueError, match=rf"max_event_bytes {must}"):

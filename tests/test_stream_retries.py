@@ -20,6 +20,7 @@ import pytest
 import streamfold as sf
 import streamfold.http as sfhttp
 from http_server import StreamServer, stream_server
+from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]
 
@@ -48,7 +49,9 @@ def _rid(request: pytest.FixtureRequest) -> str:
     return f"retry-{request.node.name}"
 
 
-async def _fold(kind: str, method: str, url: str, provider: str, **options: Any) -> sf.Message:
+async def _fold(
+    kind: str, method: str, url: str, provider: ProviderName, **options: Any
+) -> sf.Message:
     """Open and fold with ``sf.stream`` (``kind == "sync"``) or ``sf.astream``."""
     if kind == "sync":
 
@@ -235,7 +238,9 @@ def test_retry_after_reported_is_the_wait_made(
     ],
 )
 def test_500_is_retried_only_where_sending_again_cannot_act_twice(
-    stream_server: StreamServer, waits: list[float], case: tuple[str, str, dict[str, str], int]
+    stream_server: StreamServer,
+    waits: list[float],
+    case: tuple[str, ProviderName, dict[str, str], int],
 ) -> None:
     method, provider, headers, sent = case
     rid = f"r500-{method}-{provider}-{len(headers)}"
@@ -275,7 +280,7 @@ def test_500_is_retried_only_where_sending_again_cannot_act_twice(
 @pytest.mark.usefixtures("waits")  # the pauses are recorded, not slept
 def test_which_statuses_are_retried(
     stream_server: StreamServer,
-    provider: str,
+    provider: ProviderName,
     status: int,
     should_retry: str | None,
     sent: int,

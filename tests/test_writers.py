@@ -17,10 +17,18 @@ import pytest
 
 import streamfold as sf
 from stream_cases import CASES, Case
+from streamfold._types import ProviderName
 from streamfold.writers import WRITERS
 from writer_roundtrip import events_until_error, fold_bytes, summary, written
 
-TARGETS = ("openai", "mistral", "anthropic", "gemini", "cohere-v2", "openai-responses")
+TARGETS: tuple[ProviderName, ...] = (
+    "openai",
+    "mistral",
+    "anthropic",
+    "gemini",
+    "cohere-v2",
+    "openai-responses",
+)
 #: Formats whose calls arrive whole: a call cut before its end cannot be sent.
 WHOLE_CALLS = frozenset({"mistral", "gemini"})
 #: Formats whose usage comes only with their terminal event (or, for Responses, not with its
@@ -65,13 +73,17 @@ ACROSS = [(c, t) for c in CASES for t in TARGETS if t != c.provider]
 
 
 @pytest.mark.parametrize(("case", "target"), ACROSS, ids=lambda x: getattr(x, "id", x))
-def test_written_for_another_provider_keeps_what_it_can_say(case: Case, target: str) -> None:
+def test_written_for_another_provider_keeps_what_it_can_say(
+    case: Case, target: ProviderName
+) -> None:
     body, _ = written(case, target)
     assert summary(*fold_bytes(body, target), same=False) == expected_across(case, target)
 
 
 @pytest.mark.parametrize(("case", "target"), ACROSS[::7], ids=lambda x: getattr(x, "id", x))
-def test_what_is_written_reads_without_warnings_in_any_split(case: Case, target: str) -> None:
+def test_what_is_written_reads_without_warnings_in_any_split(
+    case: Case, target: ProviderName
+) -> None:
     body, _ = written(case, target)
     whole = fold_bytes(body, target)
     assert whole[0].warnings == []
@@ -130,14 +142,14 @@ def test_parallel_calls_keep_their_indices_and_fragments() -> None:
         ("openai-responses", "max_output_tokens"),
     ],
 )
-def test_finish_reasons_are_the_targets_own(target: str, raw: str) -> None:
+def test_finish_reasons_are_the_targets_own(target: ProviderName, raw: str) -> None:
     body, _ = written(case("example/cohere_v2_max_tokens.sse"), target)
     m = sf.fold([body], provider=target)
     assert (m.finish_reason, m.raw_finish_reason) == ("length", raw)
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_an_in_stream_error_is_the_targets_error(target: str) -> None:
+def test_an_in_stream_error_is_the_targets_error(target: ProviderName) -> None:
     c = case("example/anthropic_overloaded_error.sse")
     _, source_error = c.fold()
     assert isinstance(source_error, sf.StreamError)

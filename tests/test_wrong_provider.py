@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from test_fold_streams import CASES
 
 
@@ -30,7 +31,7 @@ def gemini_big_first_frame(size: int = 20_000) -> bytes:
 
 
 #: (stream, the provider it is) for the misread streams below.
-STREAMS: dict[str, tuple[bytes, str]] = {
+STREAMS: dict[str, tuple[bytes, ProviderName]] = {
     "anthropic": (CASES["anthropic_tool_use"].body, "anthropic"),
     "openai": (CASES["openai_text"].body, "openai"),
     "gemini-big-frame": (gemini_big_first_frame(), "gemini"),
@@ -39,7 +40,7 @@ STREAMS: dict[str, tuple[bytes, str]] = {
     "responses": (CASES["responses_completed_with_call"].body, "openai-responses"),
 }
 #: (stream, the provider named) pairs that misread it.
-PAIRS = [
+PAIRS: list[tuple[str, ProviderName]] = [
     (key, wrong)
     for key, (_, actual) in STREAMS.items()
     for wrong in ("openai", "anthropic", "gemini", "cohere-v2", "cohere-v1", "openai-responses")
@@ -47,14 +48,16 @@ PAIRS = [
 ]
 
 
-def _error(chunks: list[bytes], provider: str) -> sf.StreamfoldError:
+def _error(chunks: list[bytes], provider: ProviderName) -> sf.StreamfoldError:
     with pytest.raises(sf.StreamfoldError) as info:
         list(sf.events(chunks, provider=provider))
     return info.value
 
 
 @pytest.mark.parametrize(("key", "wrong"), PAIRS, ids=[f"{k}-as-{w}" for k, w in PAIRS])
-def test_another_providers_stream_is_a_protocol_error_naming_it(key: str, wrong: str) -> None:
+def test_another_providers_stream_is_a_protocol_error_naming_it(
+    key: str, wrong: ProviderName
+) -> None:
     body, actual = STREAMS[key]
     error = _error([body], wrong)
     assert isinstance(error, sf.ProtocolError), repr(error)
@@ -64,7 +67,7 @@ def test_another_providers_stream_is_a_protocol_error_naming_it(key: str, wrong:
 
 
 @pytest.mark.parametrize(("key", "wrong"), PAIRS, ids=[f"{k}-as-{w}" for k, w in PAIRS])
-def test_the_error_text_does_not_depend_on_the_split(key: str, wrong: str) -> None:
+def test_the_error_text_does_not_depend_on_the_split(key: str, wrong: ProviderName) -> None:
     body = STREAMS[key][0]
     whole = _error([body], wrong)
     pieces = _error([body[i : i + 1] for i in range(len(body))], wrong)
@@ -125,7 +128,7 @@ def test_the_right_provider_reads_as_before() -> None:
 )
 def test_a_near_miss_name_gets_a_did_you_mean(name: str, meant: str) -> None:
     with pytest.raises(ValueError, match=rf"did you mean {meant!r}\?") as info:
-        sf.fold([b""], provider=name)
+        sf.fold([b""], provider=name)  # type: ignore[arg-type]  # not a provider's name
     assert "expected one of" in str(info.value)
 
 

@@ -1,7 +1,8 @@
 """The documented public API as a user's program writes it, for ``mypy --strict`` (``make lint``).
 
 Never run, only type-checked: every usage the README and docs/ show must pass without a cast or
-a ``# type: ignore``, and the main results must have useful types (``assert_type``), not
+a ``# type: ignore``, under mypy --strict and pyright alike, and the main results must have
+useful types (``assert_type``), not
 ``Any``. ``StreamfoldError.partial`` stays ``Any`` on purpose: it is the ``Message`` of a fold
 and ``None`` for ``sf.events``, and ``except IncompleteStreamError as err: err.partial.text``
 is the documented use.
@@ -17,7 +18,7 @@ import aiohttp
 import httpx
 import httpx2
 import requests
-from typing_extensions import assert_type
+from typing_extensions import assert_never, assert_type
 
 import streamfold as sf
 from streamfold.message import FinishReason
@@ -43,6 +44,8 @@ def folding(chunks: list[bytes], url: str, body: dict[str, Any], h: dict[str, st
     assert_type(message.tool_results, list[sf.ToolResult])
     assert_type(message.steps, list[sf.Step])
     history.append(message.to_request())
+    assert_type(message.to_request("anthropic"), dict[str, Any])
+    assert_type(message.to_request("openai-responses"), list[dict[str, Any]])
     next_turn = [*history, message.to_request("openai")]
     print(next_turn)
     for call in message.tool_calls:
@@ -60,7 +63,7 @@ def folding(chunks: list[bytes], url: str, body: dict[str, Any], h: dict[str, st
 
 def matching_events(chunks: Iterator[bytes]) -> None:
     for event in sf.events(chunks, provider="cohere-v2"):
-        assert_type(event, sf.Event)
+        assert_type(event, sf.AnyEvent)
         match event:
             case sf.BlockDelta(kind="text", text=text):
                 assert_type(text, str)
@@ -82,6 +85,33 @@ def matching_events(chunks: Iterator[bytes]) -> None:
                 assert_type(terminal, bool)
             case _:
                 print(event.type, event.raw)
+
+
+def describe(event: sf.AnyEvent) -> str:
+    """A match over every event class: a new class in ``AnyEvent`` fails ``assert_never``."""
+    match event:
+        case sf.MessageStart(id=message_id):
+            return f"start {message_id}"
+        case sf.BlockStart() | sf.BlockDelta() | sf.SignatureDelta() | sf.BlockEnd():
+            return f"block {event.index}"
+        case sf.CitationAdded() | sf.UsageUpdate() | sf.MessageDelta() | sf.MessageEnd():
+            return event.type
+        case sf.StepStart() | sf.StepEnd() | sf.ToolResultAdded() | sf.SourcesAdded():
+            return event.type
+        case sf.MediaAdded() | sf.RunStatus() | sf.Notice() | sf.Unknown():
+            return event.type
+        case _:
+            assert_never(event)
+
+
+def provider_names(chunks: list[bytes], name: str) -> None:
+    provider: sf.ProviderName = "openai-chat"
+    assert_type(sf.fold(chunks, provider=provider), sf.Message)
+    for known in sf.PROVIDER_NAMES:
+        assert_type(known, sf.ProviderName)
+        print(sf.fold(chunks, provider=known), sf.Folder(known))
+    if name in ("anthropic", "gemini"):
+        print(describe(next(sf.events(chunks, provider="anthropic"))))
 
 
 def folding_by_hand(chunks: list[bytes]) -> None:
@@ -128,7 +158,7 @@ def streams(url: str, body: dict[str, Any], h: dict[str, str]) -> None:
     with sf.stream("POST", url, provider="anthropic", json=body, headers=h) as s:
         assert_type(s, sf.EventStream)
         for event in s:
-            assert_type(event, sf.Event)
+            assert_type(event, sf.AnyEvent)
             assert_type(s.snapshot(), sf.Message)
         assert_type(s.fold(), sf.Message)
     for event in sf.stream("GET", url, provider="clouisle", resume=True, idle_timeout=30):
@@ -161,7 +191,7 @@ def resumable(client: httpx.Client, run_stream_url: str) -> None:
         return note  # a callback's return value is ignored, whatever its type
 
     for event in sf.events_resumable(connect, provider="clouisle", on_reconnect=remember):
-        assert_type(event, sf.Event)
+        assert_type(event, sf.AnyEvent)
 
 
 def catching_up(client: httpx.Client, run_url: str, answer: bytes) -> None:
@@ -169,7 +199,7 @@ def catching_up(client: httpx.Client, run_url: str, answer: bytes) -> None:
     assert_type(sf.fold_json(body, provider="clouisle"), sf.Message)
     assert_type(sf.fold_json(answer, "onecortex", strict=True), sf.Message)
     for event in sf.events_json(body, provider="clouisle"):
-        assert_type(event, sf.Event)
+        assert_type(event, sf.AnyEvent)
 
     def connect(cursor: sf.Cursor) -> contextlib.AbstractContextManager[httpx.Response]:
         return client.stream("GET", f"{run_url}/stream", params=cursor.params)
@@ -177,7 +207,7 @@ def catching_up(client: httpx.Client, run_url: str, answer: bytes) -> None:
     message = sf.fold_resumable(connect, provider="clouisle", catch_up=body)
     assert_type(message, sf.Message)
     for event in sf.events_resumable(connect, provider="clouisle", catch_up=answer):
-        assert_type(event, sf.Event)
+        assert_type(event, sf.AnyEvent)
 
 
 async def asynchronous(
@@ -188,7 +218,7 @@ async def asynchronous(
 ) -> None:
     assert_type(await sf.afold(achunks, provider="gemini"), sf.Message)
     async for event in sf.aevents(achunks, provider="gemini"):
-        assert_type(event, sf.Event)
+        assert_type(event, sf.AnyEvent)
     async with httpx.AsyncClient() as client, client.stream("POST", url, json=body) as response:
         assert_type(await sf.afold(response, provider="openai"), sf.Message)
     async with aiohttp.ClientSession() as session, session.post(url, json=body) as aresponse:
@@ -198,7 +228,7 @@ async def asynchronous(
     ) as s:
         assert_type(s, sf.AsyncEventStream)
         async for event in s:
-            assert_type(event, sf.Event)
+            assert_type(event, sf.AnyEvent)
         async for text in s.text_stream:
             assert_type(text, str)
         assert_type(await s.fold(), sf.Message)
@@ -215,7 +245,7 @@ async def asynchronous(
     message = await sf.afold_resumable(connect, provider="clouisle", catch_up=catch_up)
     assert_type(message, sf.Message)
     async for event in sf.aevents_resumable(connect, provider="clouisle", on_reconnect=print):
-        assert_type(event, sf.Event)
+        assert_type(event, sf.AnyEvent)
 
 
 def framing(chunks: list[bytes], fragments: list[str]) -> None:
@@ -247,6 +277,7 @@ async def mistakes_mypy_catches(response: httpx.Response, session: aiohttp.Clien
     # Each is a TypeError at run time; strict mode (warn_unused_ignores) fails if the API's
     # types ever stop telling them apart.
     sf.fold(response.iter_text(), provider="openai")  # type: ignore[arg-type]
+    sf.fold([b""], provider="opena1")  # type: ignore[arg-type]
     sf.fold(b"data: {}\n\n", provider="openai")  # type: ignore[arg-type]
     await sf.afold(response.iter_bytes(), provider="openai")  # type: ignore[arg-type]
     async with session.get("http://127.0.0.1/") as aresponse:

@@ -7,6 +7,7 @@ from typing import Any
 
 import streamfold as sf
 from stream_cases import Case
+from streamfold._types import ProviderName
 from streamfold.writers import Writer
 
 
@@ -30,7 +31,7 @@ def written(case: Case, target: str, *, split: bool = False) -> tuple[bytes, Wri
     return b"".join(parts), w
 
 
-def fold_bytes(body: bytes, provider: str) -> tuple[sf.Message, BaseException | None]:
+def fold_bytes(body: bytes, provider: ProviderName) -> tuple[sf.Message, BaseException | None]:
     try:
         return sf.fold([body], provider=provider), None
     except sf.StreamfoldError as exc:

@@ -21,7 +21,7 @@ from ._core import (
     encode_sse_comment,
 )
 from ._core import __version__ as __version__
-from .api import aevents, events
+from ._types import ProviderName
 from .errors import (
     ConnectionLostError,
     IncompleteJsonError,
@@ -33,6 +33,7 @@ from .errors import (
     StreamfoldError,
 )
 from .events import (
+    AnyEvent,
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -52,6 +53,13 @@ from .events import (
     Unknown,
     UsageUpdate,
 )
+
+# isort: split
+# After ``.events``: pyright binds the submodule's name, ``events``, at ``from .events import``;
+# imported before it, the function would read as the module (at run time it stays the function).
+from .api import aevents, events
+
+# isort: split
 from .fold import afold, fold
 from .folder import Folder
 from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
@@ -74,6 +82,7 @@ from .writers import Writer
 
 __all__ = [
     "PROVIDER_NAMES",
+    "AnyEvent",
     "AsyncEventStream",
     "AsyncRelay",
     "Block",
@@ -103,6 +112,7 @@ __all__ = [
     "Notice",
     "Pipeline",
     "ProtocolError",
+    "ProviderName",
     "Relay",
     "RunStatus",
     "SSEDecoder",

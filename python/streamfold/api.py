@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+from ._types import ProviderName
 from .errors import ProtocolError
-from .events import Event
+from .events import AnyEvent
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 
@@ -18,11 +19,11 @@ __all__ = ["aevents", "events"]
 
 def events(
     chunks: Chunks,
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-) -> Iterator[Event]:
+) -> Iterator[AnyEvent]:
     """Yield the provider-neutral events of a stream.
 
     ``chunks`` is any iterable of bytes (a list, a file, ``httpx.Response.iter_bytes()``) or a
@@ -44,9 +45,10 @@ def events(
                         read = reading(chunk)
                     except ProtocolError as exc:
                         read = exc
-                    if read.__class__ is tuple and not read[1]:
-                        yield from read[0]
-                        continue
+                    else:
+                        if read is not None and not read[1]:
+                            yield from read[0]
+                            continue
                 yield from step(chunk, read)
                 pipeline.raise_pending()
                 reading = pipeline.arm_events()
@@ -62,11 +64,11 @@ def events(
 
 async def aevents(
     chunks: AsyncChunks,
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-) -> AsyncIterator[Event]:
+) -> AsyncIterator[AnyEvent]:
     """Async twin of :func:`events` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     try:
@@ -80,10 +82,11 @@ async def aevents(
                         read = reading(chunk)
                     except ProtocolError as exc:
                         read = exc
-                    if read.__class__ is tuple and not read[1]:
-                        for event in read[0]:
-                            yield event
-                        continue
+                    else:
+                        if read is not None and not read[1]:
+                            for event in read[0]:
+                                yield event
+                            continue
                 for event in step(chunk, read):
                     yield event
                 pipeline.raise_pending()
@@ -100,7 +103,7 @@ async def aevents(
             raise error from error.__cause__
 
 
-def _ending(pipeline: Pipeline, exc: Exception) -> tuple[list[Event], Exception | None]:
+def _ending(pipeline: Pipeline, exc: Exception) -> tuple[list[AnyEvent], Exception | None]:
     """The last events and the error to raise after them, when ``exc`` ended the input.
 
     A lost connection (``Pipeline.source_failed``) first gives the events the provider makes at

@@ -13,8 +13,9 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from ._types import ProviderName
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .events import (
     BlockDelta,
@@ -243,8 +244,9 @@ class _Run:
         self.requested = provider
         #: Show arrival times on the timeline (only when they are real).
         self.stamp = stamp
-        self.pipeline = Pipeline(provider, strict=strict)
-        self.folder = Folder(self.pipeline.provider.name, strict=strict)
+        # A name from the command line, checked by the Pipeline as any ``provider=``.
+        self.pipeline = Pipeline(cast("ProviderName", provider), strict=strict)
+        self.folder = Folder(cast("ProviderName", self.pipeline.provider.name), strict=strict)
         #: An error raised by the fold itself (strict mode), not by the pipeline.
         self.fold_error: StreamfoldError | None = None
         self.timeline = Timeline(every_event=every_event)
@@ -479,8 +481,8 @@ def _looks_like_wrong_provider(inspection: Inspection, run: _Run) -> bool:
 
 def _wrong_provider(inspection: Inspection, recording: Recording, *, strict: bool) -> Inspection:
     forced = inspection.requested_provider
+    guess = _Run("auto", strict=strict, every_event=False)
     try:
-        guess = _Run("auto", strict=strict, every_event=False)
         guess.feed_all(recording.arrivals)
         detected = guess.finish(inspection.source)
     except StreamfoldError:

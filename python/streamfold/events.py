@@ -59,12 +59,13 @@ What providers promise and the fold relies on:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias, get_args
 
 from ._frozen_init import fast_init
 from .message import BlockKind, Citation, FinishReason, ToolResult, Usage
 
 __all__ = [
+    "AnyEvent",
     "BlockDelta",
     "BlockEnd",
     "BlockStart",
@@ -346,7 +347,30 @@ class Unknown(Event):
     event_type: str | None
 
 
+#: Every event a stream yields: the closed union of the event classes, so that a ``match``
+#: over it can be checked exhaustive (``case _: assert_never(event)``). ``Event`` is their
+#: base, for ``isinstance`` and for code that takes any of them.
+AnyEvent: TypeAlias = (
+    MessageStart
+    | BlockStart
+    | BlockDelta
+    | SignatureDelta
+    | BlockEnd
+    | CitationAdded
+    | UsageUpdate
+    | MessageDelta
+    | MessageEnd
+    | StepStart
+    | StepEnd
+    | ToolResultAdded
+    | SourcesAdded
+    | MediaAdded
+    | RunStatus
+    | Notice
+    | Unknown
+)
+
 # Every event class: the cheaper ``__init__`` (see ``_frozen_init``), same behaviour.
-for _cls in (Event, *(globals()[_name] for _name in __all__ if _name != "Event")):
+for _cls in (Event, *get_args(AnyEvent)):
     fast_init(_cls)
-del _cls
+del _cls  # pyright: ignore[reportPossiblyUnboundVariable]

@@ -18,9 +18,10 @@ lists the message of every choice in choice order.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
+from ._types import ProviderName
 from .errors import ProtocolError, StreamfoldError
 from .events import Event
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
@@ -34,7 +35,7 @@ __all__ = ["afold", "fold"]
 
 def fold(
     chunks: Chunks,
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -48,7 +49,7 @@ def fold(
     by default): past it, :class:`ProtocolError` with the partial message.
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
-    folder = Folder(pipeline.provider.name, strict=strict, max_message_bytes=max_message_bytes)
+    folder = Folder(_name(pipeline), strict=strict, max_message_bytes=max_message_bytes)
     run = _Runner(folder, pipeline)
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
@@ -76,7 +77,7 @@ def fold(
 
 async def afold(
     chunks: AsyncChunks,
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -84,7 +85,7 @@ async def afold(
 ) -> Message:
     """Async twin of :func:`fold` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
-    folder = Folder(pipeline.provider.name, strict=strict, max_message_bytes=max_message_bytes)
+    folder = Folder(_name(pipeline), strict=strict, max_message_bytes=max_message_bytes)
     run = _Runner(folder, pipeline)
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
@@ -166,7 +167,7 @@ class _Runner:
         self(events)
         events.clear()
 
-    def __call__(self, events: list[Event]) -> None:
+    def __call__(self, events: Sequence[Event]) -> None:
         if not events:
             return
         self._provider.text_direct = None
@@ -206,6 +207,11 @@ def _failure(
     _settle(folder, pipeline)
     _annotate(folder, pipeline, exc)
     return exc
+
+
+def _name(pipeline: Pipeline) -> ProviderName:
+    # The name the pipeline's provider instance was made under: one of ProviderName.
+    return cast("ProviderName", pipeline.provider.name)
 
 
 def _settle(folder: Folder, pipeline: Pipeline) -> None:

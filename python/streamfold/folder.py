@@ -28,9 +28,10 @@ from bisect import insort
 from collections.abc import Callable
 from dataclasses import replace
 from types import MethodType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ._core import JsonAccumulator, _has_split_pair
+from ._types import ProviderName
 from .errors import (
     IdleTimeoutError,
     IncompleteJsonError,
@@ -587,7 +588,7 @@ class Folder:
 
     def __init__(
         self,
-        provider: str = "",
+        provider: ProviderName | Literal[""] = "",
         *,
         strict: bool = False,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
@@ -595,7 +596,7 @@ class Folder:
         if provider:
             check_provider_name(provider)
         check_max_message_bytes(max_message_bytes)
-        self.provider = provider
+        self.provider: str = provider
         self.strict = strict
         self.max_message_bytes = max_message_bytes
         #: What may still be kept (``max_message_bytes`` less the text and arguments so far).

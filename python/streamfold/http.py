@@ -51,6 +51,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any
 
 from ._transport import connection_lost, is_transport_error
+from ._types import ProviderName
 from .errors import IdleTimeoutError, ProtocolError, StreamError, StreamfoldError
 from .events import BlockDelta, BlockStart
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, check_max_message_bytes
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-    from .events import Event
+    from .events import AnyEvent, Event
     from .folder import Folder
     from .message import Message
     from .resumable import Cursor
@@ -940,7 +941,7 @@ class _StreamBase:
         method: str,
         url: Any,
         *,
-        provider: str,
+        provider: ProviderName,
         client: Any,
         strict: bool,
         max_event_bytes: int,
@@ -977,7 +978,7 @@ class _StreamBase:
         self._refused: list[Exception] = []
         self.method = method
         self.url = url
-        self.provider = provider
+        self.provider: ProviderName = provider
         self._client = client
         self._strict = strict
         self._max_event_bytes = max_event_bytes
@@ -1188,7 +1189,7 @@ class EventStream(_StreamBase):
         super().__init__(method, url, **options)
         _check_client(self._client, asynchronous=False)
         self._stack = contextlib.ExitStack()
-        self._iterator: Iterator[Event] | None = None
+        self._iterator: Iterator[AnyEvent] | None = None
 
     def __enter__(self) -> EventStream:
         self._entered = True
@@ -1231,13 +1232,14 @@ class EventStream(_StreamBase):
             response: httpx.Response | None = None
             try:
                 with contextlib.ExitStack() as attempt:
-                    response = attempt.enter_context(
+                    opened: httpx.Response = attempt.enter_context(
                         _open_stream(client, self.method, self.url, self._timed(client, kwargs))
                     )
-                    check_response(response, self.provider)
+                    response = opened
+                    check_response(opened, self.provider)
                     # The stream: closed with the stream, not when this attempt ends.
                     self._stack.push(attempt.pop_all())
-                    return response
+                    return opened
             except Exception as exc:
                 # The refused response (its error body read) is closed: nothing stays open
                 # during the wait, whatever ends it.
@@ -1268,13 +1270,13 @@ class EventStream(_StreamBase):
             self._check_open()  # close() came while the request was made: it did not see it
             yield response
 
-    def _make_iterator(self) -> Iterator[Event]:
+    def _make_iterator(self) -> Iterator[AnyEvent]:
         self.open()
         from .resumable import events_resumable
 
         return events_resumable(self._connect, **self._options())
 
-    def events(self) -> Iterator[Event]:
+    def events(self) -> Iterator[AnyEvent]:
         """The events not yet read (one shared iterator: a second call continues).
 
         Nothing once the stream is closed or read to the end.
@@ -1314,7 +1316,7 @@ class EventStream(_StreamBase):
         else:
             self.close()
 
-    def __iter__(self) -> Iterator[Event]:
+    def __iter__(self) -> Iterator[AnyEvent]:
         return self.events()
 
     @property
@@ -1381,7 +1383,7 @@ class AsyncEventStream(_StreamBase):
         super().__init__(method, url, **options)
         _check_client(self._client, asynchronous=True)
         self._stack = contextlib.AsyncExitStack()
-        self._iterator: AsyncIterator[Event] | None = None
+        self._iterator: AsyncIterator[AnyEvent] | None = None
 
     async def __aenter__(self) -> AsyncEventStream:
         self._entered = True
@@ -1461,23 +1463,23 @@ class AsyncEventStream(_StreamBase):
             self._check_open()  # aclose() came while the request was made: it did not see it
             yield response
 
-    async def _make_iterator(self) -> AsyncIterator[Event]:
+    async def _make_iterator(self) -> AsyncIterator[AnyEvent]:
         await self.open()
         from .resumable import aevents_resumable
 
         return aevents_resumable(self._connect, **self._options())
 
-    def events(self) -> AsyncIterator[Event]:
+    def events(self) -> AsyncIterator[AnyEvent]:
         """The events not yet read (the stream itself: a second loop continues).
 
         Nothing once the stream is closed or read to the end.
         """
         return self
 
-    def __aiter__(self) -> AsyncIterator[Event]:
+    def __aiter__(self) -> AsyncIterator[AnyEvent]:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> AnyEvent:
         # A class, not an async generator: leaving ``async for`` early abandons nothing that
         # the event loop would have to finalize (trio warns about abandoned generators).
         if self._closed:
@@ -1595,7 +1597,7 @@ def _text_of(event: Event) -> str:
     return ""
 
 
-def _texts(events: Iterator[Event]) -> Generator[str]:
+def _texts(events: Iterator[AnyEvent]) -> Generator[str]:
     for event in events:
         text = _text_of(event)
         if text:
@@ -1625,7 +1627,7 @@ def stream(
     method: str,
     url: Any,
     *,
-    provider: str,
+    provider: ProviderName,
     client: httpx.Client | httpx2.Client | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -1693,7 +1695,7 @@ def astream(
     method: str,
     url: Any,
     *,
-    provider: str,
+    provider: ProviderName,
     client: httpx.AsyncClient | httpx2.AsyncClient | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,

@@ -23,9 +23,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ._types import ProviderName
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import Event
-from .fold import _annotate, _Runner, _settle
+from .events import AnyEvent
+from .fold import _annotate, _name, _Runner, _settle
 from .folder import Folder
 from .message import Message
 from .pipeline import Pipeline
@@ -98,7 +99,9 @@ def _incomplete(pipeline: Pipeline, frames: int) -> IncompleteStreamError:
     return IncompleteStreamError(message, provider=name, position=frames)
 
 
-def events_json(body: object, provider: str, *, strict: bool = False) -> Iterator[Event]:
+def events_json(
+    body: object, provider: ProviderName, *, strict: bool = False
+) -> Iterator[AnyEvent]:
     """Yield the events of a provider's non-streaming body: those ``events`` yields for the
     equivalent stream, with the same errors after them (``StreamError`` for an error event,
     ``IncompleteStreamError`` when the body ends before the terminal event)."""
@@ -112,7 +115,7 @@ def events_json(body: object, provider: str, *, strict: bool = False) -> Iterato
         raise _incomplete(pipeline, len(frames))
 
 
-def fold_json(body: object, provider: str, *, strict: bool = False) -> Message:
+def fold_json(body: object, provider: ProviderName, *, strict: bool = False) -> Message:
     """Fold a provider's non-streaming body into the message ``fold`` returns for the
     equivalent stream.
 
@@ -124,7 +127,7 @@ def fold_json(body: object, provider: str, *, strict: bool = False) -> Message:
     form.
     """
     pipeline = Pipeline(provider, strict=strict)
-    folder = Folder(pipeline.provider.name, strict=strict)
+    folder = Folder(_name(pipeline), strict=strict)
     run = _Runner(folder, pipeline.provider)
     try:
         frames = json_body_frames(body, pipeline.provider)

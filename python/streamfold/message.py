@@ -7,7 +7,9 @@ turn them into the next request with :meth:`Message.to_request`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
+
+from ._types import ProviderName, RequestItems, RequestMessage, RequestProviderName
 
 __all__ = [
     "Block",
@@ -238,8 +240,17 @@ class Message(_ChoicesSlot):
 
         return message_from_dict(d)
 
+    @overload
+    def to_request(self, provider: RequestProviderName) -> RequestMessage: ...
+    @overload
+    def to_request(self, provider: Literal["openai-responses"]) -> RequestItems: ...
+    @overload
+    def to_request(self, provider: ProviderName | None = None) -> Any: ...
     def to_request(self, provider: str | None = None) -> Any:
-        """The assistant message in the shape ``provider``'s next request expects."""
+        """The assistant message in the shape ``provider``'s next request expects: one message
+        (a dict), or for ``openai-responses`` the list of input items. Without ``provider``,
+        the shape of the provider the message was folded from (``Message.provider``), known
+        only at run time, so typed ``Any``; ``auto`` has no shape (``ValueError``)."""
         from .request import to_request
 
         return to_request(self, provider or self.provider)

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._core import JsonLinesDecoder, SSEDecoder, TemplateCut
 from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
+from ._types import ProviderName
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .events import (
+    AnyEvent,
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -123,7 +125,7 @@ class Pipeline:
 
     def __init__(
         self,
-        provider: str | Provider = "auto",
+        provider: ProviderName | Provider = "auto",
         *,
         strict: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -284,7 +286,7 @@ class Pipeline:
         self._probing = False
         return decoder.feed_folding
 
-    def arm_events(self) -> Callable[[Any], tuple[list[Event], list[Any]] | None] | None:
+    def arm_events(self) -> Callable[[Any], tuple[list[AnyEvent], list[Any]] | None] | None:
         """The events path (``SSEDecoder.arm_events``), where the provider names a target
         (``Provider.folding_target``): the frames of that target's text deltas become their
         ``BlockDelta`` in Rust, with no Python frame run for them. Returns the decoder's
@@ -310,8 +312,8 @@ class Pipeline:
         return decoder.feed_events
 
     def events_step(
-        self, chunk: Any, read: tuple[list[Event], list[Any]] | ProtocolError | None
-    ) -> list[Event]:
+        self, chunk: Any, read: tuple[list[AnyEvent], list[Any]] | ProtocolError | None
+    ) -> list[AnyEvent]:
         """``events``' read of one chunk: ``chunk`` through ``feed``, or (``read``) what the
         events path returned for it: its events, then those of the frames it did not read.
         Check ``pending`` afterwards, then arm again (``arm_events``)."""
@@ -319,7 +321,8 @@ class Pipeline:
             return self.feed(chunk)
         if isinstance(read, ProtocolError):
             assert isinstance(self._decoder, SSEDecoder)
-            made: list[Event] = self._decoder.take_events()
+            # list[Any]: the events the Rust path made, each one of AnyEvent (as in feed).
+            made: list[Any] = self._decoder.take_events()
             return made + self.feed_folded(read)
         made, frames = read
         return made + self.feed_folded(frames) if frames else made
@@ -337,12 +340,12 @@ class Pipeline:
             self.frames_seen += frames
             self.provider.position += frames
 
-    def feed_folded(self, frames: list[Any] | ProtocolError) -> list[Event]:
+    def feed_folded(self, frames: list[Any] | ProtocolError) -> list[AnyEvent]:
         """What ``feed`` does with a chunk's frames, for the frames ``feed_folding`` returned
         (or its error, with the frames before it): the decoder has disarmed itself."""
         self._armed = False
         self.catch_up()
-        out: list[Event] = []
+        out: list[Any] = []
         if not isinstance(frames, ProtocolError):
             self._run(frames, out)
             return out
@@ -358,7 +361,7 @@ class Pipeline:
             assert isinstance(self._decoder, SSEDecoder)
             self._decoder.disarm()
 
-    def feed(self, chunk: bytes | bytearray | memoryview) -> list[Event]:
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[AnyEvent]:
         """Decode one chunk; returns its events. Check ``pending`` afterwards."""
         if self._armed:
             self.disarm()
@@ -368,7 +371,9 @@ class Pipeline:
         if seen < _PREFIX_BYTES and self._prefix is not None:
             self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
-        out: list[Event] = []
+        # list[Any]: the provider fills it as its list[Event], and every event a provider makes
+        # is one of AnyEvent (the same in feed_folded, feed_frames, close and lost).
+        out: list[Any] = []
         if self._byte_probe is not None:
             self._feed_probe(chunk)
             if self._deferred is not None:
@@ -394,22 +399,22 @@ class Pipeline:
             self._run(frames, out)
         return out
 
-    def feed_frames(self, frames: list[Any]) -> list[Event]:
+    def feed_frames(self, frames: list[Any]) -> list[AnyEvent]:
         """Run frames made elsewhere (the events of a JSON body, as the frames its stream would
         have sent: :mod:`streamfold.jsonbody`) through the provider, as ``feed`` runs the frames
         it decodes; returns their events. Check ``pending`` afterwards."""
-        out: list[Event] = []
+        out: list[Any] = []
         self._prefix = None  # no bytes: nothing to tell another provider's format by
         self._run(frames, out)
         return out
 
-    def close(self, *, finish: bool = True) -> list[Event]:
+    def close(self, *, finish: bool = True) -> list[AnyEvent]:
         """End of input: flush the decoder and let the provider check the ending.
 
         ``finish=False`` only flushes the decoder: the provider is not told the input ended
         (a resumable stream whose connection dropped continues on a new pipeline).
         """
-        out: list[Event] = []
+        out: list[Any] = []
         if self.closed:
             return out
         self.disarm()
@@ -456,7 +461,7 @@ class Pipeline:
                 self._note_content(out)
         return out
 
-    def lost(self) -> list[Event]:
+    def lost(self) -> list[AnyEvent]:
         """The connection failed mid-body (``ConnectionLostError``): the events the provider
         makes at the end of input, for the partial message.
 
@@ -468,7 +473,7 @@ class Pipeline:
         ``finish`` raises is not kept: the lost connection is why the stream ended, and it is
         what the caller gets; the events made before that error are kept.
         """
-        out: list[Event] = []
+        out: list[Any] = []
         if self.closed:
             return out
         self.disarm()

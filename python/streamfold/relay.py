@@ -27,12 +27,13 @@ One driver (:class:`_Core`) does the work; the two shells only read the transpor
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from ._types import ProviderName
 from .events import BlockDelta, BlockStart, Event
-from .fold import _failure, _result
+from .fold import _failure, _name, _result
 from .folder import Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
@@ -125,7 +126,7 @@ class _Core:
 
     def __init__(
         self,
-        provider: str,
+        provider: ProviderName,
         to: str | None,
         strict: bool,
         max_event_bytes: int,
@@ -134,7 +135,7 @@ class _Core:
         self.pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
         if to is not None or provider != "auto":
             Writer(to or provider)  # a format with no writer is refused before any read
-        self.folder = Folder(self.pipeline.provider.name, strict=strict)
+        self.folder = Folder(_name(self.pipeline), strict=strict)
         self.to = to
         #: Made at the first events: with ``provider="auto"`` the source is known only then.
         self.writer: Writer | None = None
@@ -162,7 +163,7 @@ class _Core:
             self.writer = writer
         return writer
 
-    def run(self, events: list[Event]) -> bytes:
+    def run(self, events: Sequence[Event]) -> bytes:
         """Fold and write ``events``."""
         if not events:
             return b""
@@ -342,7 +343,7 @@ class AsyncRelay(_Shell):
 
 def relay(
     source: Chunks,
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     to: str | None = None,
     strict: bool = False,
@@ -356,7 +357,7 @@ def relay(
 
 def arelay(
     source: AsyncChunks,
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     to: str | None = None,
     strict: bool = False,

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, cast
 
+from ._types import RequestProviderName
 from .message import Block, Message, ToolCall
 
 __all__ = ["REQUEST_PROVIDERS", "to_request"]
@@ -472,5 +473,7 @@ _BUILDERS: dict[str, Callable[[Message, bool], Any]] = {
     "clouisle": _plain,
 }
 
-#: Every provider name ``to_request`` accepts.
-REQUEST_PROVIDERS: tuple[str, ...] = tuple(_BUILDERS)
+#: Every provider name ``to_request`` accepts (every ``ProviderName`` but ``auto``).
+REQUEST_PROVIDERS = cast(
+    "tuple[RequestProviderName | Literal['openai-responses'], ...]", tuple(_BUILDERS)
+)

@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._core import ServerSentEvent, SSEDecoder
 from ._transport import ConnectionLostError, is_transport_error
+from ._types import ProviderName
 from .errors import (
     IdleTimeoutError,
     IncompleteStreamError,
@@ -79,7 +80,7 @@ from .errors import (
     StreamError,
     StreamfoldError,
 )
-from .events import Event, Notice
+from .events import AnyEvent, Event, Notice
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .http import _HTTPX_MODULES, _httpx_module, is_response, retry_after_wait
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline, check_max_event_bytes
@@ -226,7 +227,7 @@ class _Run:
 class _Ending:
     """What to do after a connection ended: yield ``events``, then raise or wait and retry."""
 
-    events: list[Event]
+    events: list[AnyEvent]
     error: BaseException | None = None
     delay: float | None = None
 
@@ -468,7 +469,7 @@ class _Resumer:
                 self.seen_ids.append(last)
                 self.after_id = _Run()
 
-    def feed(self, chunk: bytes) -> list[Event]:
+    def feed(self, chunk: bytes) -> list[AnyEvent]:
         assert self.pipeline is not None
         self.bytes_seen += len(chunk)
         events = self.pipeline.feed(chunk)
@@ -479,7 +480,7 @@ class _Resumer:
     def end(self, error: BaseException | None, *, connected: bool) -> _Ending:
         """The connection ended (``error`` is None for a clean end of the body)."""
         pipeline, self.pipeline = self.pipeline, None
-        events: list[Event] = []
+        events: list[AnyEvent] = []
         if error is not None and not self._retryable(error, connected=connected):
             if isinstance(error, StreamError) and error.status is not None and self.attempt > 0:
                 return _Ending(events, self._give_up(f"the reconnection failed: {error}", error))
@@ -552,9 +553,9 @@ class _Resumer:
             delay = max(delay, retry_after)
         return float(delay)
 
-    def _finish(self, events: list[Event], error: BaseException | None = None) -> _Ending:
+    def _finish(self, events: list[AnyEvent], error: BaseException | None = None) -> _Ending:
         """Let the provider close what it holds; ``error`` (if any) wins over its complaints."""
-        out: list[Event] = []
+        out: list[Any] = []  # the provider's list[Event], of AnyEvent (as in Pipeline.feed)
         try:
             self.provider.finish(out)
         except StreamfoldError as exc:
@@ -700,7 +701,7 @@ def _interrupt_read(source: Any) -> None:
 
 def events_resumable(
     connect: Callable[[Cursor], Any],
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -710,7 +711,7 @@ def events_resumable(
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
     catch_up: object = None,
-) -> Generator[Event]:
+) -> Generator[AnyEvent]:
     """The events of a stream that survives dropped connections (see the module docs).
 
     ``on_reconnect(cursor, delay, error)`` is called before each wait, with the cursor the
@@ -819,7 +820,7 @@ def note_detected(folder: Folder, event: Event) -> None:
 
 def fold_resumable(
     connect: Callable[[Cursor], Any],
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -997,7 +998,7 @@ async def _enter_async(source: Any, stack: contextlib.AsyncExitStack) -> Any:
 
 async def aevents_resumable(
     connect: Callable[[Cursor], Any],
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -1007,7 +1008,7 @@ async def aevents_resumable(
     max_delay: float = 30.0,
     on_reconnect: Callable[[Cursor, float, Exception | None], object] | None = None,
     catch_up: object = None,
-) -> AsyncGenerator[Event]:
+) -> AsyncGenerator[AnyEvent]:
     """Async twin of :func:`events_resumable` (asyncio and trio). ``connect`` may return an
     async iterable of bytes, a response, an awaitable of either, or an async context manager;
     ``on_reconnect`` may be a coroutine function."""
@@ -1067,7 +1068,7 @@ async def aevents_resumable(
 
 async def afold_resumable(
     connect: Callable[[Cursor], Any],
-    provider: str = "auto",
+    provider: ProviderName = "auto",
     *,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,

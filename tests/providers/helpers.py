@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -63,7 +64,7 @@ def sse(*frames: Any, crlf: bool = False) -> bytes:
 class Run:
     """The events of one stream and the error that ended it, if any."""
 
-    events: list[Event]
+    events: list[sf.AnyEvent]
     error: Exception | None = None
 
     def of(self, cls: type[Any]) -> list[Any]:
@@ -78,10 +79,10 @@ class Run:
         return [event.event_type for event in self.of(Unknown)]
 
 
-def run(data: bytes | Iterable[bytes], provider: str, *, strict: bool = False) -> Run:
+def run(data: bytes | Iterable[bytes], provider: ProviderName, *, strict: bool = False) -> Run:
     """Every event of the stream; a ``StreamfoldError`` is caught and kept in ``error``."""
     chunks = [data] if isinstance(data, bytes) else list(data)
-    events: list[Event] = []
+    events: list[sf.AnyEvent] = []
     try:
         for event in sf.events(chunks, provider=provider, strict=strict):
             events.append(event)
@@ -109,8 +110,8 @@ def message_events(result: Run) -> list[tuple[str, int]]:
 
 
 def live_completeness(
-    data: bytes, provider: str
-) -> tuple[list[Event], list[tuple[bool, ...]], sf.Folder]:
+    data: bytes, provider: ProviderName
+) -> tuple[list[sf.AnyEvent], list[tuple[bool, ...]], sf.Folder]:
     """Fold the stream's events one by one as a live view does: the events, and after each
     ``(folder.complete, snapshot.complete, *each choice's complete)``; the folder last."""
     folder = sf.Folder(provider)
@@ -309,7 +310,7 @@ def assert_blocks_match(blocks: list[Block], wanted: list[dict[str, Any]]) -> No
             assert signature == want["signature"]
 
 
-def check_capture(path: Path, provider: str) -> Run:
+def check_capture(path: Path, provider: ProviderName) -> Run:
     """Map a capture through ``sf.events`` and check it against its ``.expected.json``: no
     ``Unknown`` and no warning, ``raw`` the frame on every event, per choice the blocks (text,
     tool call ids/names/arguments, signatures, citations), the raw finish reason, the usage

@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -68,7 +69,7 @@ class Run:
         ]
 
 
-def run(chunks: bytes | list[bytes], provider: str, *, strict: bool = False) -> Run:
+def run(chunks: bytes | list[bytes], provider: ProviderName, *, strict: bool = False) -> Run:
     events: list[Event] = []
     try:
         for event in sf.events(
@@ -200,7 +201,7 @@ def payloads(
     )
 
 
-def check_never_crashes(data: bytes, provider: str, *, strict: bool) -> None:
+def check_never_crashes(data: bytes, provider: ProviderName, *, strict: bool) -> None:
     """Only ``StreamfoldError`` may escape; a strict run without error is well-formed."""
     result = run(data, provider, strict=strict)
     assert all(isinstance(e, Event) for e in result.events)

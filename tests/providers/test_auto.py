@@ -7,7 +7,7 @@ import tracemalloc
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold._types import ProviderName
 from streamfold.events import Notice
 from streamfold.framing import iter_json_lines, iter_sse
 from streamfold.providers import Provider, get_provider
@@ -24,7 +25,7 @@ from . import test_clouisle, test_cohere_v1, test_cohere_v2, test_onecortex
 from .sse_helpers import Run, named, run, split, sse
 
 #: Hand-written streams of the providers this suite owns, with their provider.
-HAND_WRITTEN: dict[str, tuple[bytes, str]] = {
+HAND_WRITTEN: dict[str, tuple[bytes, ProviderName]] = {
     **{f"onecortex-{k}": (v, "onecortex") for k, v in test_onecortex.STREAMS.items()},
     **{f"clouisle-{k}": (v, "clouisle") for k, v in test_clouisle.STREAMS.items()},
     **{f"cohere-v2-{k}": (v, "cohere-v2") for k, v in test_cohere_v2.STREAMS.items()},
@@ -46,14 +47,14 @@ def detected(data: bytes) -> str | None:
     return flavour
 
 
-def assert_detection(event: Any, provider: str) -> None:
+def assert_detection(event: Any, provider: ProviderName) -> None:
     assert isinstance(event, Notice)
     assert (event.kind, event.data) == ("provider_detected", provider)
     assert event.message is not None
     assert provider in event.message
 
 
-def assert_hands_over(data: bytes | list[bytes], provider: str) -> Run:
+def assert_hands_over(data: bytes | list[bytes], provider: ProviderName) -> Run:
     """``auto`` yields the detection notice, then exactly what ``provider`` yields."""
     auto = run(data, "auto")
     direct = run(data, provider)
@@ -114,7 +115,7 @@ def chunk(model: str | None, **delta: Any) -> sf.ServerSentEvent:
         ("", "openai"),  # Azure's first chunk
     ],
 )
-def test_openai_or_mistral_by_model(model: str, provider: str) -> None:
+def test_openai_or_mistral_by_model(model: str, provider: ProviderName) -> None:
     assert detect(chunk(model, content="x")) == provider
 
 
@@ -158,7 +159,7 @@ def test_chat_chunks_without_a_model_are_openai() -> None:
         ),
     ],
 )
-def test_error_events_decide_by_payload(frame: dict[str, Any], provider: str) -> None:
+def test_error_events_decide_by_payload(frame: dict[str, Any], provider: ProviderName) -> None:
     assert detect(sf.ServerSentEvent(event="error", data=json.dumps(frame))) == provider
 
 
@@ -179,7 +180,9 @@ def test_error_events_decide_by_payload(frame: dict[str, Any], provider: str) ->
         ({"hello": "world"}, None),
     ],
 )
-def test_unnamed_frames_decide_by_payload(payload: dict[str, Any], provider: str | None) -> None:
+def test_unnamed_frames_decide_by_payload(
+    payload: dict[str, Any], provider: ProviderName | None
+) -> None:
     assert detect(sf.ServerSentEvent(data=json.dumps(payload))) == provider
 
 
@@ -262,7 +265,7 @@ _BLANK_PIECES = st.sampled_from([b"\n", b"\r\n", b"\r", b" ", b"\t", b"\xef\xbb\
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
 )
 def test_what_comes_before_the_first_frame_reads_as_under_the_named_provider(
-    blanks: list[bytes], body: str, cuts: list[int]
+    blanks: list[bytes], body: Literal["cohere-v1", "openai", "none"], cuts: list[int]
 ) -> None:
     """Whatever blanks precede the stream, and however the reads split them, ``auto`` reads
     the bytes as the provider it detects does when named: the same message or the same error
@@ -375,7 +378,7 @@ def _without_detection(message: Any) -> Any:
     return first
 
 
-def _fold(chunks: list[bytes], provider: str) -> tuple[str, Any]:
+def _fold(chunks: list[bytes], provider: ProviderName) -> tuple[str, Any]:
     try:
         return "ok", _without_detection(sf.fold(chunks, provider=provider))
     except sf.StreamfoldError as exc:
@@ -493,7 +496,7 @@ def test_a_handed_over_parse_serves_only_its_own_frame() -> None:
 @pytest.mark.parametrize("event", [[1], {"a": 1}])
 @pytest.mark.parametrize("provider", ["auto", "clouisle", "openai"])
 def test_an_envelope_event_that_is_a_list_or_object_is_not_a_type_error(
-    event: Any, provider: str
+    event: Any, provider: ProviderName
 ) -> None:
     """A frame whose ``event`` field is a list or object (a workflow envelope's place for its
     event's name) raised ``TypeError: unhashable type`` from the detection: under ``auto``,

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -37,7 +38,7 @@ from .sse_helpers import (
     sse,
 )
 
-P = "clouisle"
+P: ProviderName = "clouisle"
 
 AGENT = sse(
     ("message_start", {"conversation_id": "conv-1", "message_id": "msg-1"}),
@@ -1354,7 +1355,7 @@ def test_retrieval_reported_again_after_a_resume_is_kept_once() -> None:
 @pytest.mark.parametrize("kind", [["content_delta"], {"a": 1}])
 @pytest.mark.parametrize("provider", ["clouisle", "auto"])
 def test_an_unnamed_frame_whose_type_is_a_list_or_object_is_unknown(
-    kind: Any, provider: str
+    kind: Any, provider: ProviderName
 ) -> None:
     """A frame without an ``event:`` line names its event in ``type``; a list or an object
     there raised ``TypeError: unhashable type`` out of ``fold`` (also under

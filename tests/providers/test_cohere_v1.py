@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURES, expected_for, requires_captures
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -39,7 +40,7 @@ from .sse_helpers import (
     split,
 )
 
-P = "cohere-v1"
+P: ProviderName = "cohere-v1"
 CAPTURE_FILES = sorted((CAPTURES / "cohere_v1").glob("*.sse")) if CAPTURES.is_dir() else []
 
 META = {

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURES, expected_for, requires_captures
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -38,7 +39,7 @@ from .sse_helpers import (
     split,
 )
 
-P = "cohere-v2"
+P: ProviderName = "cohere-v2"
 CAPTURE_FILES = sorted((CAPTURES / "cohere_v2").glob("*.sse")) if CAPTURES.is_dir() else []
 
 

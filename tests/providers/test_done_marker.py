@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 
 from . import test_anthropic, test_gemini, test_openai_responses
 from .helpers import run, split_at
@@ -18,7 +19,7 @@ from .helpers import run, split_at
 DONE = b"data: [DONE]\n\n"
 
 #: provider -> a whole stream of it and its text.
-STREAMS = {
+STREAMS: dict[ProviderName, tuple[bytes, str | None]] = {
     "openai-responses": (test_openai_responses.BASIC, "The capital is Paris."),
     "anthropic": (test_anthropic.BASIC, "Hi there"),
     "gemini": (test_gemini.BASIC, sf.fold([test_gemini.BASIC], provider="gemini").text),
@@ -27,7 +28,9 @@ STREAMS = {
 
 @pytest.mark.parametrize("provider", sorted(STREAMS))
 @pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
-def test_done_after_the_terminal_event_ends_the_stream(provider: str, strict: bool) -> None:
+def test_done_after_the_terminal_event_ends_the_stream(
+    provider: ProviderName, strict: bool
+) -> None:
     stream, text = STREAMS[provider]
     message = sf.fold([stream + DONE], provider=provider, strict=strict)
     assert message.complete
@@ -37,7 +40,7 @@ def test_done_after_the_terminal_event_ends_the_stream(provider: str, strict: bo
 
 
 @pytest.mark.parametrize("provider", sorted(STREAMS))
-def test_done_is_read_under_auto(provider: str) -> None:
+def test_done_is_read_under_auto(provider: ProviderName) -> None:
     stream, text = STREAMS[provider]
     message = sf.fold([stream + DONE], provider="auto")
     assert message.complete and message.text == text
@@ -45,7 +48,7 @@ def test_done_is_read_under_auto(provider: str) -> None:
 
 # Gemini has no terminal event of its own: its finishReason decides.
 @pytest.mark.parametrize("provider", ["anthropic", "openai-responses"])
-def test_done_before_the_terminal_event_is_a_stream_cut_short(provider: str) -> None:
+def test_done_before_the_terminal_event_is_a_stream_cut_short(provider: ProviderName) -> None:
     stream, _ = STREAMS[provider]
     cut = stream[: stream.rindex(b"data: ")]  # the terminal event's data line dropped
     with pytest.raises(sf.IncompleteStreamError):
@@ -53,7 +56,7 @@ def test_done_before_the_terminal_event_is_a_stream_cut_short(provider: str) -> 
 
 
 @pytest.mark.parametrize("provider", sorted(STREAMS))
-def test_data_after_done_and_a_second_done_warn(provider: str) -> None:
+def test_data_after_done_and_a_second_done_warn(provider: ProviderName) -> None:
     stream, _ = STREAMS[provider]
     result = run(stream + DONE + DONE, provider)
     assert result.error is None
@@ -63,7 +66,7 @@ def test_data_after_done_and_a_second_done_warn(provider: str) -> None:
 
 
 @pytest.mark.parametrize("provider", sorted(STREAMS))
-def test_an_event_after_done_warns(provider: str) -> None:
+def test_an_event_after_done_warns(provider: ProviderName) -> None:
     stream, _ = STREAMS[provider]
     last = stream[stream.rindex(b"data: ", 0, len(stream) - 1) :]
     result = run(stream + DONE + last, provider)

@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import MessageDelta
 from streamfold.message import Message
 
@@ -154,7 +155,7 @@ def openai_chat(fragments: list[str], *, close: bool = True, finish: str = "leng
 
 
 #: provider -> (stream builder, the finish the provider gives a cut, sends calls back).
-CUT_STREAMS: dict[str, tuple[Callable[..., bytes], tuple[str, str], bool]] = {
+CUT_STREAMS: dict[ProviderName, tuple[Callable[..., bytes], tuple[str, str], bool]] = {
     "anthropic": (anthropic, ("length", "max_tokens"), True),
     "cohere-v2": (cohere_v2, ("length", "MAX_TOKENS"), True),
     "onecortex": (onecortex, ("stop", "done"), False),
@@ -165,7 +166,7 @@ CUT_STREAMS: dict[str, tuple[Callable[..., bytes], tuple[str, str], bool]] = {
 FRAGMENTS = [[], ['{"path": "/tm'], ['{"path": ', '"/tmp"}'], ["", '{"n": 1', "2}"]]
 
 
-def events_folded(chunks: list[bytes], provider: str) -> Message:
+def events_folded(chunks: list[bytes], provider: ProviderName) -> Message:
     """``sf.events`` into a public ``Folder``: the same outcome as ``sf.fold``."""
     folder = sf.Folder(provider)
     try:
@@ -176,7 +177,7 @@ def events_folded(chunks: list[bytes], provider: str) -> Message:
     return folder.result() if folder.complete else folder.partial()
 
 
-def check_cut(m: Message, provider: str, fragments: list[str]) -> None:
+def check_cut(m: Message, provider: ProviderName, fragments: list[str]) -> None:
     _, finish, sends_calls = CUT_STREAMS[provider]
     assert m.complete, "the terminal event came: the message is whole"
     assert (m.finish_reason, m.raw_finish_reason) == finish
@@ -187,21 +188,24 @@ def check_cut(m: Message, provider: str, fragments: list[str]) -> None:
     block = m.blocks[call.block or 0]
     assert block.kind == "tool_call" and block.complete is False
     assert [w for w in m.warnings if f"'delete_files' (id {call.id!r}) in block" in w], m.warnings
-    for shape in ["openai", "anthropic", "gemini", "cohere-v1"] + ([provider] * sends_calls):
+    shapes: list[ProviderName] = ["openai", "anthropic", "gemini", "cohere-v1"]
+    for shape in shapes + ([provider] * sends_calls):
         with pytest.raises(ValueError, match="no valid arguments"):
             m.to_request(shape)
 
 
 @pytest.mark.parametrize("provider", sorted(CUT_STREAMS))
 @pytest.mark.parametrize("fragments", FRAGMENTS, ids=["none", "prefix", "valid", "split"])
-def test_call_open_at_the_terminal_event_is_cut(provider: str, fragments: list[str]) -> None:
+def test_call_open_at_the_terminal_event_is_cut(
+    provider: ProviderName, fragments: list[str]
+) -> None:
     stream = CUT_STREAMS[provider][0](fragments, close=False)
     check_cut(sf.fold([stream], provider=provider), provider, fragments)
     check_cut(events_folded([stream], provider), provider, fragments)
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "cohere-v2", "openai-responses"])
-def test_a_call_cut_by_the_token_limit_breaks_no_rule(provider: str) -> None:
+def test_a_call_cut_by_the_token_limit_breaks_no_rule(provider: ProviderName) -> None:
     # The provider cut the answer where it stood: strict mode does not refuse the stream, and
     # the one warning is the fold's, naming the cut call.
     stream = CUT_STREAMS[provider][0](['{"path": "/tm'], close=False)
@@ -211,7 +215,7 @@ def test_a_call_cut_by_the_token_limit_breaks_no_rule(provider: str) -> None:
 
 
 @pytest.mark.parametrize("provider", sorted(CUT_STREAMS))
-def test_cut_call_keeps_its_best_effort_value(provider: str) -> None:
+def test_cut_call_keeps_its_best_effort_value(provider: ProviderName) -> None:
     stream = CUT_STREAMS[provider][0](['{"path": "/tmp", "n": [1, 2'], close=False)
     (call,) = sf.fold([stream], provider=provider).tool_calls
     assert call.partial_arguments() == {"path": "/tmp", "n": [1]}
@@ -219,7 +223,7 @@ def test_cut_call_keeps_its_best_effort_value(provider: str) -> None:
 
 
 @pytest.mark.parametrize("provider", sorted(CUT_STREAMS))
-def test_closed_call_with_the_same_text_is_whole(provider: str) -> None:
+def test_closed_call_with_the_same_text_is_whole(provider: ProviderName) -> None:
     # The control: the same call with its close is whole, and the message asks for tools.
     stream = CUT_STREAMS[provider][0](['{"path": ', '"/tmp"}'], close=True)
     m = sf.fold([stream], provider=provider)
@@ -240,7 +244,7 @@ def test_cut_call_whatever_the_chunking(data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("provider", ["openai", "mistral"])
-def test_chat_completions_calls_close_at_finish_reason(provider: str) -> None:
+def test_chat_completions_calls_close_at_finish_reason(provider: ProviderName) -> None:
     # No close of their own: finish_reason ends the call, so valid text there is whole.
     m = sf.fold([openai_chat(['{"path": ', '"/tmp"}'])], provider=provider)
     (call,) = m.tool_calls
@@ -281,7 +285,7 @@ def clouisle(text: str) -> bytes:
 
 
 #: provider -> a stream whose one call is closed with the given argument text.
-CLOSED_STREAMS: dict[str, Callable[[str], bytes]] = {
+CLOSED_STREAMS: dict[ProviderName, Callable[[str], bytes]] = {
     "anthropic": lambda text: anthropic([text], close=True, stop="tool_use"),
     "cohere-v2": lambda text: cohere_v2([text], close=True, stop="TOOL_CALL"),
     "onecortex": lambda text: onecortex([text], close=True),
@@ -296,13 +300,14 @@ def check_null(m: Message) -> None:
     (call,) = m.tool_calls
     assert (call.complete, call.arguments, call.arguments_json) == (True, None, "null")
     assert call.error is not None and "null" in call.error
-    for shape in ["openai", "anthropic", "gemini", "cohere-v1", "cohere-v2"]:
+    shapes: list[ProviderName] = ["openai", "anthropic", "gemini", "cohere-v1", "cohere-v2"]
+    for shape in shapes:
         with pytest.raises(ValueError, match="JSON null"):
             m.to_request(shape)
 
 
 @pytest.mark.parametrize("provider", sorted(CLOSED_STREAMS))
-def test_null_arguments_are_an_error_that_to_request_agrees_with(provider: str) -> None:
+def test_null_arguments_are_an_error_that_to_request_agrees_with(provider: ProviderName) -> None:
     stream = CLOSED_STREAMS[provider]("null")
     check_null(sf.fold([stream], provider=provider))
     check_null(events_folded([stream], provider))
@@ -318,7 +323,7 @@ def test_null_arguments_whatever_the_chunking(data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("provider", sorted(CLOSED_STREAMS))
 @pytest.mark.parametrize("text", ["{}", '{"a": null}', "[null]"])
-def test_other_values_with_null_inside_are_whole(provider: str, text: str) -> None:
+def test_other_values_with_null_inside_are_whole(provider: ProviderName, text: str) -> None:
     (call,) = sf.fold([CLOSED_STREAMS[provider](text)], provider=provider).tool_calls
     assert (call.complete, call.arguments, call.error) == (True, json.loads(text), None)
 

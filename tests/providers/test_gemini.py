@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from streamfold._transport import ConnectionLostError, connection_lost
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -141,7 +142,7 @@ def test_connection_lost_anywhere_folds_like_a_clean_end_there(data: st.DataObje
     # A stream whose connection fails at any byte, read in any pieces, gives the events and the
     # partial of a clean end at that byte: what the provider held is handed over (``finish``).
     stream = data.draw(st.sampled_from([*STREAMS, CUT_BY_TEXT, CUT_BY_EOF]))
-    provider = data.draw(st.sampled_from(["gemini", "auto"]))
+    provider: ProviderName = data.draw(st.sampled_from(["gemini", "auto"]))
     at = data.draw(st.integers(0, len(stream) - 1))
     cuts = data.draw(st.lists(st.integers(0, at), max_size=20))
     clean = run(stream[:at], provider)
@@ -958,7 +959,7 @@ def one_path_call(path: str) -> bytes:
 @pytest.mark.parametrize("provider", ["gemini", "auto"])
 @pytest.mark.parametrize("cut", [False, True])
 def test_partial_args_path_it_cannot_read_is_a_protocol_error(
-    path: str, provider: str, cut: bool
+    path: str, provider: ProviderName, cut: bool
 ) -> None:
     """A ``jsonPath`` whose index no list could have, whose quoted name has a broken escape,
     or with thousands of steps raised ValueError, JSONDecodeError or RecursionError out of
@@ -1050,7 +1051,7 @@ JSON_ARRAY_BODY = (
 
 
 @pytest.mark.parametrize("provider", ["gemini", "auto"])
-def test_a_json_array_body_says_to_ask_for_alt_sse(provider: str) -> None:
+def test_a_json_array_body_says_to_ask_for_alt_sse(provider: ProviderName) -> None:
     """Without ``?alt=sse`` Gemini answers one JSON array: the error says what to change, not
     only that the bytes are not SSE (or not JSON lines, under ``auto``)."""
     with pytest.raises(sf.ProtocolError, match=r"a JSON array, .* ask for alt=sse"):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import streamfold as sf
+from streamfold._types import ProviderName
 
 from .helpers import sse
 
@@ -170,7 +171,7 @@ def _ids() -> list[str]:
     return [f"{provider}-{i}" for i, (provider, _, _) in enumerate(CASES)]
 
 
-def _fold_error(chunks: list[bytes], provider: str) -> sf.StreamfoldError:
+def _fold_error(chunks: list[bytes], provider: ProviderName) -> sf.StreamfoldError:
     with pytest.raises(sf.StreamfoldError) as info:
         sf.fold(chunks, provider=provider)
     return info.value
@@ -179,7 +180,7 @@ def _fold_error(chunks: list[bytes], provider: str) -> sf.StreamfoldError:
 @pytest.mark.parametrize(("provider", "stream", "names"), CASES, ids=_ids())
 @pytest.mark.parametrize("read_as", ["own", "auto"])
 def test_wrong_typed_field_is_a_protocol_error(
-    provider: str, stream: bytes, names: str, read_as: str
+    provider: ProviderName, stream: bytes, names: str, read_as: str
 ) -> None:
     name = provider if read_as == "own" else "auto"
     for chunks in ([stream], [stream[i : i + 1] for i in range(len(stream))]):
@@ -211,7 +212,7 @@ def test_mistral_whole_call_with_number_arguments_is_judged_by_the_fold() -> Non
 @pytest.mark.parametrize("call_id", [[1], {"a": 1}])
 @pytest.mark.parametrize("provider", ["openai", "mistral", "auto", "openai-responses"])
 def test_call_id_that_is_a_list_or_object_does_not_break_the_finish(
-    call_id: Any, provider: str
+    call_id: Any, provider: ProviderName
 ) -> None:
     """A turn that ends with ``stop`` while holding a call is a tool turn unless a result answers
     the call; the fold looked the call's id up in a set, so an id sent as a JSON list or object

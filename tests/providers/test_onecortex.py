@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -33,7 +34,7 @@ from .sse_helpers import (
     split,
 )
 
-P = "onecortex"
+P: ProviderName = "onecortex"
 PING = b": ping\n\n"
 
 

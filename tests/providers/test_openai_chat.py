@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -955,7 +956,7 @@ ENDING_WELL = [
 @pytest.mark.parametrize("path", ENDING_WELL, ids=lambda p: p.stem)
 def test_every_capture_cut_just_before_done_folds_the_same_with_one_warning(path: Path) -> None:
     data = path.read_bytes()
-    provider = "mistral" if path.parent.name == "mistral" else "openai"
+    provider: ProviderName = "mistral" if path.parent.name == "mistral" else "openai"
     whole = sf.fold([data], provider=provider)
     cut = sf.fold([data[: -len(b"data: [DONE]\n\n")]], provider=provider)
     assert [w for w in cut.warnings if w not in whole.warnings] == [

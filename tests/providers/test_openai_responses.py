@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import (
     BlockDelta,
     BlockEnd,
@@ -28,7 +29,7 @@ from .helpers import accumulate, captures, check_capture, run, split_at, sse
 from .helpers import expected as expected_fold
 from .test_chunk_template import responses_alike
 
-P = "openai-responses"
+P: ProviderName = "openai-responses"
 CAPTURES = captures("openai_responses")
 requires_captures = pytest.mark.skipif(not CAPTURES, reason="../shared/captures is absent")
 

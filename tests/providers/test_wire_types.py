@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import streamfold as sf
+from streamfold._types import ProviderName
 from streamfold.events import Unknown
 
 from .helpers import run, sse
@@ -96,7 +97,7 @@ def clouisle(id: Any, model: Any) -> bytes:
 
 
 #: provider -> the stream of "hi" with the message id and model given (those it has).
-STREAMS: dict[str, Callable[[Any, Any], bytes]] = {
+STREAMS: dict[ProviderName, Callable[[Any, Any], bytes]] = {
     "openai": openai,
     "mistral": openai,
     "anthropic": anthropic,
@@ -107,13 +108,13 @@ STREAMS: dict[str, Callable[[Any, Any], bytes]] = {
     "clouisle": clouisle,
 }
 #: Those whose stream names a model.
-WITH_MODEL = {"openai", "mistral", "anthropic", "openai-responses", "gemini"}
+WITH_MODEL: set[ProviderName] = {"openai", "mistral", "anthropic", "openai-responses", "gemini"}
 
 
 @pytest.mark.parametrize("provider", sorted(STREAMS))
 @pytest.mark.parametrize("value", WRONG, ids=lambda v: type(v).__name__)
 def test_a_message_id_that_is_not_a_string_is_dropped_with_a_warning(
-    provider: str, value: Any
+    provider: ProviderName, value: Any
 ) -> None:
     stream = STREAMS[provider](value, "m-1")
     message = sf.fold([stream], provider=provider)
@@ -126,7 +127,9 @@ def test_a_message_id_that_is_not_a_string_is_dropped_with_a_warning(
 
 @pytest.mark.parametrize("provider", sorted(WITH_MODEL))
 @pytest.mark.parametrize("value", WRONG, ids=lambda v: type(v).__name__)
-def test_a_model_that_is_not_a_string_is_dropped_with_a_warning(provider: str, value: Any) -> None:
+def test_a_model_that_is_not_a_string_is_dropped_with_a_warning(
+    provider: ProviderName, value: Any
+) -> None:
     stream = STREAMS[provider]("id-1", value)
     message = sf.fold([stream], provider=provider)
     assert (message.id, message.model) == ("id-1", None)
@@ -136,7 +139,7 @@ def test_a_model_that_is_not_a_string_is_dropped_with_a_warning(provider: str, v
 
 
 @pytest.mark.parametrize("provider", sorted(STREAMS))
-def test_string_fields_pass_without_a_warning(provider: str) -> None:
+def test_string_fields_pass_without_a_warning(provider: ProviderName) -> None:
     message = sf.fold([STREAMS[provider]("id-1", "m-1")], provider=provider, strict=True)
     assert message.id == "id-1" and message.warnings == []
     if provider in WITH_MODEL:
@@ -150,7 +153,7 @@ def test_an_anthropic_role_that_is_not_a_string_is_the_default_with_a_warning() 
     assert [w for w in message.warnings if "the role is a JSON array" in w]
 
 
-UNKNOWN_TYPES = {
+UNKNOWN_TYPES: dict[ProviderName, bytes] = {
     "cohere-v1": lines(
         {"is_finished": False, "event_type": "stream-start", "generation_id": "g"},
         {"is_finished": False, "event_type": {"x": 1}},
@@ -160,7 +163,9 @@ UNKNOWN_TYPES = {
 
 
 @pytest.mark.parametrize("provider", sorted(UNKNOWN_TYPES))
-def test_an_event_type_that_is_not_a_string_is_dropped_with_a_warning(provider: str) -> None:
+def test_an_event_type_that_is_not_a_string_is_dropped_with_a_warning(
+    provider: ProviderName,
+) -> None:
     stream = UNKNOWN_TYPES[provider]
     result = run(stream, provider)
     unknown = result.of(Unknown)
@@ -232,7 +237,7 @@ def _clouisle_call(id: Any, name: Any) -> bytes:
     )
 
 
-CALLS: dict[str, Callable[[Any, Any], bytes]] = {
+CALLS: dict[ProviderName, Callable[[Any, Any], bytes]] = {
     "openai": _chat_call,
     "mistral": _chat_call,
     "anthropic": _anthropic_call,
@@ -247,7 +252,7 @@ CALLS: dict[str, Callable[[Any, Any], bytes]] = {
 @pytest.mark.parametrize("field", ["id", "name"])
 @pytest.mark.parametrize("value", [{"x": 1}, [1], 7], ids=lambda v: type(v).__name__)
 def test_a_tool_call_id_or_name_that_is_not_a_string_is_dropped(
-    provider: str, field: str, value: Any
+    provider: ProviderName, field: str, value: Any
 ) -> None:
     given = {"id": "call_1", "name": "f", field: value}
     stream = CALLS[provider](given["id"], given["name"])

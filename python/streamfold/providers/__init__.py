@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from typing import get_args
 
+from .._types import ProviderName
 from .base import Provider
 
 __all__ = ["PROVIDER_NAMES", "Provider", "check_provider_name", "get_provider"]
@@ -23,8 +25,8 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "clouisle": ("clouisle", "Clouisle"),
 }
 
-#: Every name ``provider=`` accepts.
-PROVIDER_NAMES: tuple[str, ...] = (*_REGISTRY, "auto")
+#: Every name ``provider=`` accepts: ``_REGISTRY``'s and ``auto`` (tests/test_types.py checks).
+PROVIDER_NAMES: tuple[ProviderName, ...] = get_args(ProviderName)
 
 
 def check_provider_name(name: object) -> None:

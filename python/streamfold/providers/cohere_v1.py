@@ -103,7 +103,8 @@ def _finish_reason(top: str | None, inner: Any) -> str | None:
 def _usage(response: dict[str, Any]) -> Usage | None:
     """The usage of ``stream-end.response``: ``meta.tokens``, else the older
     ``token_count``; ``None`` when it has neither (nor any ``meta``)."""
-    meta = response.get("meta")
+    # Any, not Any | None: each is read only once its type is checked (``__class__ is dict``).
+    meta: Any = response.get("meta")
     token_count = response.get("token_count")
     if token_count.__class__ is not dict or (
         meta.__class__ is dict and meta.get("tokens").__class__ is dict
