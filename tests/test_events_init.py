@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from streamfold._frozen_init import fast_init, has_fast_init
 
-events_module = sys.modules["streamfold.events"]
+events_module = sys.modules["streamfold._events"]
 EVENT_CLASSES = [
     getattr(events_module, name) for name in events_module.__all__ if name != "AnyEvent"
 ]
@@ -165,7 +165,7 @@ def test_every_field_is_stored_in_one_call(cls: type) -> None:
 
 def test_fill_stores_like_the_setters_and_checks_its_count() -> None:
     from streamfold._core import SlotBuilder
-    from streamfold.events import MessageStart
+    from streamfold._events import MessageStart
 
     fields = [f.name for f in dataclasses.fields(MessageStart)]
     event: Any = object.__new__(MessageStart)

@@ -16,8 +16,8 @@ import pytest
 
 import streamfold as sf
 from streamfold import source
+from streamfold._events import BlockDelta, BlockStart, MessageEnd, MessageStart, Notice
 from streamfold._types import ProviderName
-from streamfold.events import BlockDelta, BlockStart, MessageEnd, MessageStart, Notice
 from streamfold.folder import Folder
 from streamfold.providers import PROVIDER_NAMES, get_provider
 
@@ -273,8 +273,8 @@ def test_closing_a_block_makes_no_event_until_a_stray_delta(
     """Every block closes, almost none gets a delta after: the ``BlockEnd`` a stray delta's
     warning names is made only when one comes, and reads as before."""
     from streamfold import folder as folder_module
+    from streamfold._events import BlockEnd
     from streamfold.errors import ProtocolError
-    from streamfold.events import BlockEnd
 
     made: list[BlockEnd] = []
 

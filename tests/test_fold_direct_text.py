@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold._events import BlockDelta
 from streamfold._types import ProviderName
-from streamfold.events import BlockDelta
 from streamfold.folder import Folder
 from streamfold.pipeline import Pipeline
 

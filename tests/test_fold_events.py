@@ -13,8 +13,7 @@ import pytest
 
 import streamfold as sf
 from streamfold import folder as folder_module
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -33,6 +32,7 @@ from streamfold.events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 from streamfold.message import Citation, Message, ToolResult, Usage
 
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from streamfold import folder as folder_module
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -22,6 +21,7 @@ from streamfold.events import (
     ToolResultAdded,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 from streamfold.message import Block, ToolResult, Usage
 from test_fold_streams import CASES, _anthropic_pieces, _openai_pieces, _utf16_pieces
 

@@ -26,9 +26,9 @@ from http_server import (
     make_client,
     stream_server,
 )
+from streamfold._events import BlockDelta
 from streamfold._transport import ConnectionLostError
 from streamfold._types import ProviderName
-from streamfold.events import BlockDelta
 from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below

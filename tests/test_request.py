@@ -12,8 +12,7 @@ import pytest
 
 import streamfold as sf
 from conftest import CAPTURES, requires_captures
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -23,6 +22,7 @@ from streamfold.events import (
     MessageStart,
     SignatureDelta,
 )
+from streamfold._types import ProviderName
 from streamfold.message import BlockKind, Citation, Message
 from streamfold.request import REQUEST_PROVIDERS
 

@@ -14,7 +14,7 @@ from streamfold.request import REQUEST_PROVIDERS
 
 
 def test_any_event_is_every_event_class() -> None:
-    events_module = sys.modules["streamfold.events"]
+    events_module = sys.modules["streamfold._events"]
     defined = {
         obj
         for obj in vars(events_module).values()

@@ -21,18 +21,7 @@ from ._core import (
     encode_sse_comment,
 )
 from ._core import __version__ as __version__
-from ._types import ProviderName
-from .errors import (
-    ConnectionLostError,
-    IncompleteJsonError,
-    IncompleteStreamError,
-    InvalidEventJsonError,
-    InvalidJsonError,
-    ProtocolError,
-    StreamError,
-    StreamfoldError,
-)
-from .events import (
+from ._events import (
     AnyEvent,
     BlockDelta,
     BlockEnd,
@@ -53,13 +42,18 @@ from .events import (
     Unknown,
     UsageUpdate,
 )
-
-# isort: split
-# After ``.events``: pyright binds the submodule's name, ``events``, at ``from .events import``;
-# imported before it, the function would read as the module (at run time it stays the function).
+from ._types import ProviderName
 from .api import aevents, events
-
-# isort: split
+from .errors import (
+    ConnectionLostError,
+    IncompleteJsonError,
+    IncompleteStreamError,
+    InvalidEventJsonError,
+    InvalidJsonError,
+    ProtocolError,
+    StreamError,
+    StreamfoldError,
+)
 from .fold import afold, fold
 from .folder import Folder
 from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+from ._events import AnyEvent
 from ._types import ProviderName
 from .errors import ProtocolError
-from .events import AnyEvent
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 

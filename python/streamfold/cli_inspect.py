@@ -15,9 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ._types import ProviderName
-from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
-from .events import (
+from ._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -28,6 +26,8 @@ from .events import (
     Unknown,
     UsageUpdate,
 )
+from ._types import ProviderName
+from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .folder import Folder
 from .message import Message
 from .pipeline import MISREAD_HINT, Pipeline

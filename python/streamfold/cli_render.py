@@ -20,8 +20,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import IO, Any, ClassVar
 
-from .cli_inspect import BlockSummary, Entry, Inspection, Outcome
-from .events import (
+from ._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -41,6 +40,7 @@ from .events import (
     Unknown,
     UsageUpdate,
 )
+from .cli_inspect import BlockSummary, Entry, Inspection, Outcome
 from .message import Citation, Message, Step, ToolCall, Usage
 from .timing import TimingReport
 

@@ -21,9 +21,9 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from ._events import Event
 from ._types import ProviderName
 from .errors import ProtocolError, StreamfoldError
-from .events import Event
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline

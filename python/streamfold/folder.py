@@ -31,17 +31,7 @@ from types import MethodType
 from typing import Any, ClassVar, Literal
 
 from ._core import JsonAccumulator, _has_split_pair
-from ._types import ProviderName
-from .errors import (
-    IdleTimeoutError,
-    IncompleteJsonError,
-    IncompleteStreamError,
-    InvalidJsonError,
-    ProtocolError,
-    StreamError,
-    StreamfoldError,
-)
-from .events import (
+from ._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -60,6 +50,16 @@ from .events import (
     ToolResultAdded,
     Unknown,
     UsageUpdate,
+)
+from ._types import ProviderName
+from .errors import (
+    IdleTimeoutError,
+    IncompleteJsonError,
+    IncompleteStreamError,
+    InvalidJsonError,
+    ProtocolError,
+    StreamError,
+    StreamfoldError,
 )
 from .message import (
     Block,

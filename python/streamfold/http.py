@@ -50,10 +50,10 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any
 
+from ._events import BlockDelta, BlockStart
 from ._transport import connection_lost, is_transport_error
 from ._types import ProviderName
 from .errors import IdleTimeoutError, ProtocolError, StreamError, StreamfoldError
-from .events import BlockDelta, BlockStart
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, check_max_message_bytes
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-    from .events import AnyEvent, Event
+    from ._events import AnyEvent, Event
     from .folder import Folder
     from .message import Message
     from .resumable import Cursor

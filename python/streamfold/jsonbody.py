@@ -23,9 +23,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ._events import AnyEvent
 from ._types import ProviderName
 from .errors import IncompleteStreamError, ProtocolError, StreamfoldError
-from .events import AnyEvent
 from .fold import _annotate, _name, _Runner, _settle
 from .folder import Folder
 from .message import Message

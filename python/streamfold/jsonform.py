@@ -24,7 +24,7 @@ import dataclasses
 from typing import Any
 
 from ._core import ServerSentEvent
-from .events import (
+from ._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,

@@ -14,10 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._core import JsonLinesDecoder, SSEDecoder, TemplateCut
-from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
-from ._types import ProviderName
-from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
-from .events import (
+from ._events import (
     AnyEvent,
     BlockDelta,
     BlockEnd,
@@ -28,6 +25,9 @@ from .events import (
     Notice,
     ToolResultAdded,
 )
+from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
+from ._types import ProviderName
+from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .providers import Provider, get_provider, provider_class
 from .providers._fast import TEXT_DELTA_BUILDER
 

@@ -31,8 +31,8 @@ from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from ._events import BlockDelta, BlockStart, Event
 from ._types import ProviderName
-from .events import BlockDelta, BlockStart, Event
 from .fold import _failure, _name, _result
 from .folder import Folder
 from .message import Message

@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._core import ServerSentEvent, SSEDecoder
+from ._events import AnyEvent, Event, Notice
 from ._transport import ConnectionLostError, is_transport_error
 from ._types import ProviderName
 from .errors import (
@@ -80,7 +81,6 @@ from .errors import (
     StreamError,
     StreamfoldError,
 )
-from .events import AnyEvent, Event, Notice
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .http import _HTTPX_MODULES, _httpx_module, is_response, retry_after_wait
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline, check_max_event_bytes

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import streamfold as sf
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -32,6 +31,7 @@ from streamfold.events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures"
 

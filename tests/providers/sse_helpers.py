@@ -12,8 +12,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -25,6 +24,7 @@ from streamfold.events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 
 
 def sse(*frames: tuple[str | None, Any]) -> bytes:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold._events import Notice
 from streamfold._types import ProviderName
-from streamfold.events import Notice
 from streamfold.framing import iter_json_lines, iter_sse
 from streamfold.providers import Provider, get_provider
 from streamfold.providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -24,6 +23,7 @@ from streamfold.events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 from streamfold.providers.clouisle import WORKFLOW_EVENTS
 
 from .sse_helpers import (

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURES, expected_for, requires_captures
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -25,6 +24,7 @@ from streamfold.events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 from streamfold.providers.cohere_v2 import FINISH_REASONS
 
 from .sse_helpers import (

@@ -14,9 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold._transport import ConnectionLostError, connection_lost
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -28,6 +26,8 @@ from streamfold.events import (
     SourcesAdded,
     UsageUpdate,
 )
+from streamfold._transport import ConnectionLostError, connection_lost
+from streamfold._types import ProviderName
 from streamfold.pipeline import Pipeline
 from streamfold.providers.gemini import FINISH_REASONS
 

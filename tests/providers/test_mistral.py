@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,

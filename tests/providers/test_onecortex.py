@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -22,6 +21,7 @@ from streamfold.events import (
     ToolResultAdded,
     Unknown,
 )
+from streamfold._types import ProviderName
 
 from .sse_helpers import (
     check_never_crashes,

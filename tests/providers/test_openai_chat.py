@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -23,6 +22,7 @@ from streamfold.events import (
     Notice,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 from streamfold.pipeline import Pipeline
 from streamfold.providers._fast import text_delta
 from streamfold.providers.openai_chat import FINISH_REASONS, OpenAIChat

@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold._types import ProviderName
-from streamfold.events import (
+from streamfold._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -23,6 +22,7 @@ from streamfold.events import (
     SignatureDelta,
     UsageUpdate,
 )
+from streamfold._types import ProviderName
 from streamfold.pipeline import Pipeline
 
 from .helpers import accumulate, captures, check_capture, run, split_at, sse

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import streamfold as sf
+from streamfold._events import Unknown
 from streamfold._types import ProviderName
-from streamfold.events import Unknown
 
 from .helpers import run, sse
 

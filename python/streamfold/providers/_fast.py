@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from ..events import BlockDelta
+from .._events import BlockDelta
 from ..message import BlockKind
 
 __all__ = ["TEXT_DELTA_BUILDER", "text_delta"]

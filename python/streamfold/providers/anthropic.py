@@ -64,8 +64,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
-from ..events import (
+from .._events import (
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -78,6 +77,7 @@ from ..events import (
     Unknown,
     UsageUpdate,
 )
+from ..errors import ProtocolError, StreamError
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta

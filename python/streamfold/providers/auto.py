@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from .._events import Event, Notice
 from ..errors import ProtocolError, StreamError, StreamfoldError
-from ..events import Event, Notice
 from .base import FoldingTarget, Framing, Provider
 from .clouisle import WORKFLOW_EVENTS
 

@@ -1,7 +1,7 @@
 """What every provider module implements.
 
 A provider turns frames (``ServerSentEvent`` for SSE providers, parsed values for JSON-lines
-providers) into events of :mod:`streamfold.events`. It is fed one frame at a time and appends
+providers) into events of :mod:`streamfold._events`. It is fed one frame at a time and appends
 the events it makes to ``out``: no generator and no list per frame on the hot path.
 
 Rules every provider follows:
@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, Protocol, overload
 
 from .._core import ServerSentEvent, TemplateCut
+from .._events import Event, MessageEnd, MessageStart, Notice, Unknown
 from ..errors import ProtocolError
-from ..events import Event, MessageEnd, MessageStart, Notice, Unknown
 from ..message import BlockKind, FinishReason
 
 __all__ = [

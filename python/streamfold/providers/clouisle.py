@@ -89,8 +89,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
-from ..events import (
+from .._events import (
     BlockEnd,
     BlockStart,
     Event,
@@ -105,6 +104,7 @@ from ..events import (
     ToolResultAdded,
     UsageUpdate,
 )
+from ..errors import StreamError
 from ..message import BlockKind, FinishReason, ToolResult, Usage
 from ._fast import text_delta
 from .base import ID, NAME, Provider, body_error, event_frame, json_kind, present

@@ -47,8 +47,7 @@ import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
-from ..events import (
+from .._events import (
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -58,6 +57,7 @@ from ..events import (
     SourcesAdded,
     UsageUpdate,
 )
+from ..errors import StreamError
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
 from .base import Framing, Provider

@@ -47,8 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
-from ..events import (
+from .._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -58,6 +57,7 @@ from ..events import (
     Notice,
     UsageUpdate,
 )
+from ..errors import StreamError
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
 from .base import Provider

@@ -70,8 +70,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
-from ..events import (
+from .._events import (
     BlockEnd,
     BlockStart,
     CitationAdded,
@@ -85,6 +84,7 @@ from ..events import (
     Unknown,
     UsageUpdate,
 )
+from ..errors import ProtocolError, StreamError
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._fast import text_delta
 from .base import ID, NAME, Provider, end_finished

@@ -40,8 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import StreamError
-from ..events import (
+from .._events import (
     BlockEnd,
     BlockStart,
     Event,
@@ -50,6 +49,7 @@ from ..events import (
     StepStart,
     ToolResultAdded,
 )
+from ..errors import StreamError
 from ..message import FinishReason, ToolResult
 from ._fast import text_delta
 from .base import Provider, body_error, event_frame, json_kind

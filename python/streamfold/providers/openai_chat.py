@@ -77,8 +77,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
-from ..events import (
+from .._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -89,6 +88,7 @@ from ..events import (
     Unknown,
     UsageUpdate,
 )
+from ..errors import ProtocolError, StreamError
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import ChunkTemplate
 from ._fast import text_delta

@@ -67,8 +67,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError, StreamError
-from ..events import (
+from .._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
@@ -79,6 +78,7 @@ from ..events import (
     SignatureDelta,
     UsageUpdate,
 )
+from ..errors import ProtocolError, StreamError
 from ..message import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import NumberedTemplate
 from ._fast import text_delta

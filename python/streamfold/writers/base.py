@@ -20,8 +20,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
+from .._events import Event
 from ..errors import StreamError
-from ..events import Event
 from ..message import FinishReason, Usage
 
 __all__ = ["WRITERS", "Writer", "arguments_text", "dumps", "sse_data", "sse_named"]

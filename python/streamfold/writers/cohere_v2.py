@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .._core import _json_frame
-from ..events import (
+from .._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,

@@ -22,7 +22,7 @@ import json
 from typing import Any, ClassVar
 
 from .._core import _json_frame
-from ..events import (
+from .._events import (
     BlockDelta,
     BlockEnd,
     BlockStart,
