@@ -433,3 +433,29 @@ def test_the_decoder_folds_argument_fragments(
     assert call.arguments_json == "".join(fragments)
     assert (call.error is not None) == broken
     assert counts[0] > 20
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_decoder_folds_big_reads_too(provider: ProviderName) -> None:
+    """Reads of many frames (16 KiB): once armed, the decoder folds the text frames of every
+    read, not only of reads of one event (the provider's own direct path, a Python call per
+    fragment, is left for the frames after one it could not read)."""
+    words = [f" w{i}" for i in range(2000)]
+    if provider == "openai":
+        data = openai_stream([("text", w) for w in words], finish=True)
+    else:
+        data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
+    chunks = [data[i : i + 16 * 1024] for i in range(0, len(data), 16 * 1024)]
+    folded = [0]
+    real_catch_up = Pipeline.catch_up
+
+    def catch_up(self: Pipeline) -> None:
+        before = self.frames_seen
+        real_catch_up(self)
+        folded[0] += self.frames_seen - before
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Pipeline, "catch_up", catch_up)
+        message = sf.fold(chunks, provider=provider)
+    assert message.text == "".join(words)
+    assert folded[0] > 1800  # all but those of the read the template was learned in

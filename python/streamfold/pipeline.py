@@ -268,11 +268,13 @@ class Pipeline:
         those frames' deltas would be folded, and nothing else is folded until the decoder
         returns a frame."""
         decoder = self._decoder
+        # ``produced`` is not asked for: the fold reads what the answer holds from its own
+        # blocks (``Folder.produced_content``), which the text the provider's direct path
+        # appended is in though no event was made for it.
         if (
             decoder.__class__ is not SSEDecoder
             or self.pending is not None
             or self.frame_filter is not None
-            or not self.produced
         ):
             return None
         assert isinstance(decoder, SSEDecoder)
