@@ -27,7 +27,6 @@ from .errors import ProtocolError, StreamfoldError
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .message import Message
 from .pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
-from .providers import Provider
 from .source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 
 __all__ = ["afold", "fold"]
@@ -130,16 +129,14 @@ class _Runner:
 
     __slots__ = ("_dispatch", "_folder", "_pipeline", "_provider", "_resolve")
 
-    def __init__(self, folder: Folder, pipeline: Pipeline | Provider) -> None:
+    def __init__(self, folder: Folder, pipeline: Pipeline) -> None:
         self._folder = folder
         # The class's table of handler functions: nothing is bound per fold.
         self._dispatch = folder._handlers
         self._resolve = folder._function_for
-        provider = pipeline if isinstance(pipeline, Provider) else pipeline.provider
-        self._pipeline = None if isinstance(pipeline, Provider) else pipeline
-        if self._pipeline is not None:
-            self._pipeline.on_folded = folder.took
-        self._provider = provider
+        self._pipeline = pipeline
+        pipeline.on_folded = folder.took
+        provider = self._provider = pipeline.provider
         provider.text_sink = folder.text_appender
         provider.text_flush = self.flush
 
@@ -147,7 +144,6 @@ class _Runner:
         """Fold one read: ``chunk`` through the pipeline, or (``frames``) what the folding
         path returned for it. Returns the folding path to use for the next read, if armed."""
         pipeline = self._pipeline
-        assert pipeline is not None
         events = pipeline.feed(chunk) if frames is None else pipeline.feed_folded(frames)
         if events:  # with the direct text sink, most reads fold to none
             self(events)

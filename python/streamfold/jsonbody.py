@@ -128,7 +128,7 @@ def fold_json(body: object, provider: ProviderName, *, strict: bool = False) -> 
     """
     pipeline = Pipeline(provider, strict=strict)
     folder = Folder(_name(pipeline), strict=strict)
-    run = _Runner(folder, pipeline.provider)
+    run = _Runner(folder, pipeline)
     try:
         frames = json_body_frames(body, pipeline.provider)
     except StreamfoldError as exc:  # the body is not the provider's form, or an error answer

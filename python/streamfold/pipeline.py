@@ -267,25 +267,18 @@ class Pipeline:
         The caller (``fold``) promises what ``Provider.folding_target`` says: ``sink`` is where
         those frames' deltas would be folded, and nothing else is folded until the decoder
         returns a frame."""
-        decoder = self._decoder
         # ``produced`` is not asked for: the fold reads what the answer holds from its own
         # blocks (``Folder.produced_content``), which the text the provider's direct path
         # appended is in though no event was made for it.
-        if (
-            decoder.__class__ is not SSEDecoder
-            or self.pending is not None
-            or self.frame_filter is not None
-        ):
+        decoder = self._armable()
+        if decoder is None:
             return None
-        assert isinstance(decoder, SSEDecoder)
         if isinstance(sink, list):
             decoder.arm(cut, event, sink, room=room)
         else:
             push, refused = sink
             decoder.arm(cut, event, push, refused, room=room)
-        self._armed = True
-        self._prefix = None  # the provider reads this stream: nothing to explain
-        self._probing = False
+        self._mark_armed()
         return decoder.feed_folding
 
     def arm_events(self) -> Callable[[Any], tuple[list[AnyEvent], list[Any]] | None] | None:
@@ -294,23 +287,15 @@ class Pipeline:
         ``BlockDelta`` in Rust, with no Python frame run for them. Returns the decoder's
         ``feed_events``, whose other frames go to ``feed_folded``; ``None`` when the path
         cannot be armed (see ``arm``)."""
+        # The events' ``produced`` is read from the events (``_note_content``): the Rust-made
+        # deltas are only ever text after some, so the path waits for the first.
         target = self.provider.folding_target()
-        decoder = self._decoder
-        if (
-            target is None
-            or TEXT_DELTA_BUILDER is None
-            or decoder.__class__ is not SSEDecoder
-            or self.pending is not None
-            or self.frame_filter is not None
-            or not self.produced
-        ):
+        decoder = self._armable()
+        if target is None or decoder is None or TEXT_DELTA_BUILDER is None or not self.produced:
             return None
-        assert isinstance(decoder, SSEDecoder)
         cut, event, choice, block, kind = target
         decoder.arm_events(cut, event, TEXT_DELTA_BUILDER, (block, kind, choice))
-        self._armed = True
-        self._prefix = None
-        self._probing = False
+        self._mark_armed()
         return decoder.feed_events
 
     def events_step(
@@ -328,6 +313,25 @@ class Pipeline:
             return made + self.feed_folded(read)
         made, frames = read
         return made + self.feed_folded(frames) if frames else made
+
+    def _armable(self) -> SSEDecoder | None:
+        """The SSE decoder, when its folding path may be armed: no error pending, and no
+        filter dropping frames (a resumable stream's replays) that the path would not see."""
+        decoder = self._decoder
+        if (
+            not isinstance(decoder, SSEDecoder)
+            or self.pending is not None
+            or self.frame_filter is not None
+        ):
+            return None
+        return decoder
+
+    def _mark_armed(self) -> None:
+        self._armed = True
+        # The provider reads this stream: no other provider's format to tell, nothing to
+        # explain.
+        self._prefix = None
+        self._probing = False
 
     def catch_up(self) -> None:
         """Count what the folding path read since the last call: its bytes, and its frames

@@ -154,7 +154,10 @@ class Writer:
         return self.ended
 
     def write_error(self, code: str | int | None, message: str) -> bytes:
-        raise NotImplementedError
+        """The target's in-stream error, and whatever must precede it. Every writer defines
+        it (``Writer(provider)`` always makes one of them); the base is no ABC so that
+        ``Writer(provider)`` type-checks as the factory it is."""
+        raise NotImplementedError(f"{type(self).__name__} writes no error")
 
     # -- helpers for the writers ---------------------------------------------------------
 
