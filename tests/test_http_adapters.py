@@ -27,7 +27,7 @@ from http_server import (
     stream_server,
 )
 from streamfold._events import BlockDelta
-from streamfold._transport import ConnectionLostError
+from streamfold._io.failures import ConnectionLostError
 from streamfold._types import ProviderName
 from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 

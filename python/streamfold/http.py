@@ -51,7 +51,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any
 
 from ._events import BlockDelta, BlockStart
-from ._transport import connection_lost, is_transport_error
+from ._io.failures import connection_lost, is_transport_error
 from ._types import ProviderName
 from .errors import IdleTimeoutError, ProtocolError, StreamError, StreamfoldError
 from .folder import DEFAULT_MAX_MESSAGE_BYTES, check_max_message_bytes

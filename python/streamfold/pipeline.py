@@ -25,7 +25,7 @@ from ._events import (
     Notice,
     ToolResultAdded,
 )
-from ._transport import ConnectionLostError, as_connection_lost, is_transport_error
+from ._io.failures import ConnectionLostError, as_connection_lost, is_transport_error
 from ._types import ProviderName
 from .errors import IncompleteStreamError, ProtocolError, StreamError, StreamfoldError
 from .providers import Provider, get_provider, provider_class

@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._core import ServerSentEvent, SSEDecoder
 from ._events import AnyEvent, Event, Notice
-from ._transport import ConnectionLostError, is_transport_error
+from ._io.failures import ConnectionLostError, is_transport_error
 from ._types import ProviderName
 from .errors import (
     IdleTimeoutError,

@@ -26,7 +26,7 @@ from streamfold._events import (
     SourcesAdded,
     UsageUpdate,
 )
-from streamfold._transport import ConnectionLostError, connection_lost
+from streamfold._io.failures import ConnectionLostError, connection_lost
 from streamfold._types import ProviderName
 from streamfold.pipeline import Pipeline
 from streamfold.providers.gemini import FINISH_REASONS

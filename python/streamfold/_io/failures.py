@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import ConnectionLostError, IdleTimeoutError, StreamfoldError
+from ..errors import ConnectionLostError, IdleTimeoutError, StreamfoldError
 
 __all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
 
