@@ -98,10 +98,10 @@ def sf_missing(feature: str) -> str | None:
         return "sf.fold has not landed yet (issue 5)"
     if feature.startswith("provider:"):
         name = feature.split(":", 1)[1]
-        from streamfold.providers import _REGISTRY
+        from streamfold._providers.registry import _REGISTRY
 
         module = _REGISTRY.get(name, ("?", ""))[0]
-        if importlib.util.find_spec(f"streamfold.providers.{module}") is None:
+        if importlib.util.find_spec(f"streamfold._providers.{module}") is None:
             return f"the {name!r} provider has not landed yet (issue 4)"
     return None
 

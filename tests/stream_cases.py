@@ -8,8 +8,8 @@ from typing import cast
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id
+from streamfold._cli.demo import EXAMPLES, load_example
 from streamfold._types import ProviderName
-from streamfold.cli_demo import EXAMPLES, load_example
 
 
 @dataclass(frozen=True)

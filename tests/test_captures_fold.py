@@ -22,8 +22,8 @@ import pytest
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, expected_for, requires_captures
+from streamfold._message import Block, Message
 from streamfold._types import ProviderName
-from streamfold.message import Block, Message
 
 CAPTURES = capture_files()
 #: Kinds that appear as blocks in the expected files (the tool plan is a field there).

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from streamfold.cli_demo import EXAMPLES, Example, examples_dir
-from streamfold.cli_inspect import Outcome
+from streamfold._cli.demo import EXAMPLES, Example, examples_dir
+from streamfold._cli.inspect import Outcome
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = ROOT / "python" / "streamfold" / "examples"
@@ -394,7 +394,7 @@ def test_a_first_event_over_the_size_limit_is_a_protocol_error(
     # An SSE event (or JSON line) of 17 MiB, first in the stream: the input is a stream whose
     # event breaks the limit (exit 4, saying so), not "no server-sent event" or "--provider
     # openai does not match this stream" (exit 2).
-    from streamfold.cli import main
+    from streamfold._cli.main import main
 
     big = b"a" * (17 * 2**20)
     path = tmp_path / "big.sse"
@@ -671,7 +671,7 @@ def test_demo_runs_every_example_and_ends_with_the_summary() -> None:
 
 
 def test_the_readme_lists_every_exit_code_the_command_uses() -> None:
-    from streamfold import cli
+    from streamfold._cli import main as cli
 
     readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
     sentence = re.split(r"Exit codes[^:.]*:", readme, maxsplit=1)[1].split(".", 1)[0]
@@ -696,8 +696,8 @@ def test_demo_exit_codes_are_documented_and_kept(
 ) -> None:
     # `streamfold demo --help` lists its own exit codes (0 is "all as expected", not the
     # examples' own codes), and 1 names the example that did not behave as catalogued.
-    from streamfold import cli_demo
-    from streamfold.cli import main
+    from streamfold._cli import demo as cli_demo
+    from streamfold._cli.main import main
 
     usage = streamfold("demo", "--help").stdout
     assert "exit codes:" in usage
@@ -755,7 +755,7 @@ def test_hostile_input_never_exits_as_an_internal_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, mode: str
 ) -> None:
     # Each of these exited 70, "internal error, please report it".
-    from streamfold.cli import main
+    from streamfold._cli.main import main
 
     data, provider = HOSTILE[name]
     path = tmp_path / "input"
@@ -800,7 +800,7 @@ def test_inspect_escapes_every_control_character_it_prints(
 ) -> None:
     # inspect reads untrusted input (curl -N ... | streamfold inspect -): a server could set
     # the terminal's title, clear the screen or hide text through it.
-    from streamfold.cli import main
+    from streamfold._cli.main import main
 
     path = tmp_path / "attack.sse"
     path.write_bytes(_attack_stream())

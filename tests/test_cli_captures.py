@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, expected_for, requires_captures
-from streamfold.cli import main
+from streamfold._cli.main import main
 
 
 def expected_exit(expected: dict[str, object]) -> set[int]:

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 import streamfold as sf
-from streamfold import source
+from streamfold._engine.folder import Folder
 from streamfold._events import BlockDelta, BlockStart, MessageEnd, MessageStart, Notice
+from streamfold._io import source
+from streamfold._providers import PROVIDER_NAMES, get_provider
 from streamfold._types import ProviderName
-from streamfold.folder import Folder
-from streamfold.providers import PROVIDER_NAMES, get_provider
 
 STREAMFOLD = str(Path(sf.__file__).parent)
 
@@ -67,17 +67,6 @@ def test_a_folder_binds_no_handler_per_instance() -> None:
 @pytest.mark.parametrize("name", [n for n in PROVIDER_NAMES if n != "auto"])
 def test_a_provider_binds_no_handler_per_instance(name: str) -> None:
     assert _bound_to(get_provider(name)) == []
-
-
-def test_folder_dispatch_still_gives_bound_handlers() -> None:
-    folder = Folder("anthropic")
-    dispatch = folder.dispatch
-    dispatch[MessageStart](MessageStart(id="m"))
-    dispatch[BlockStart](BlockStart(index=0, kind="text"))
-    folder.handler_for(BlockDelta)(BlockDelta(index=0, kind="text", text="Hi"))
-    folder.add(MessageEnd(finish_reason="stop", raw_finish_reason="stop"))
-    assert folder.result().text == "Hi"
-    assert folder.result().id == "m"
 
 
 def test_a_folder_subclass_overrides_a_handler() -> None:
@@ -272,9 +261,9 @@ def test_closing_a_block_makes_no_event_until_a_stray_delta(
 ) -> None:
     """Every block closes, almost none gets a delta after: the ``BlockEnd`` a stray delta's
     warning names is made only when one comes, and reads as before."""
-    from streamfold import folder as folder_module
+    from streamfold._engine import folder as folder_module
+    from streamfold._errors import ProtocolError
     from streamfold._events import BlockEnd
-    from streamfold.errors import ProtocolError
 
     made: list[BlockEnd] = []
 

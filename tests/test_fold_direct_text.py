@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
+from streamfold._engine.folder import Folder
+from streamfold._engine.pipeline import Pipeline
 from streamfold._events import BlockDelta
 from streamfold._types import ProviderName
-from streamfold.folder import Folder
-from streamfold.pipeline import Pipeline
 
 Outcome = tuple[str, Any]
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import streamfold as sf
-from streamfold import folder as folder_module
+from streamfold._engine import folder as folder_module
 from streamfold._events import (
     BlockDelta,
     BlockEnd,
@@ -32,8 +32,8 @@ from streamfold._events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._message import Citation, Message, ToolResult, Usage
 from streamfold._types import ProviderName
-from streamfold.message import Citation, Message, ToolResult, Usage
 
 
 def feed(

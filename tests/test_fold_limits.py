@@ -13,7 +13,7 @@ import pytest
 
 import streamfold as sf
 from http_server import StreamServer, generated_stream, stream_server
-from streamfold.folder import DEFAULT_MAX_MESSAGE_BYTES
+from streamfold._engine.folder import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = ["stream_server"]
 

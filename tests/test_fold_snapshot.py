@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold import folder as folder_module
+from streamfold._engine import folder as folder_module
 from streamfold._events import (
     BlockDelta,
     BlockEnd,
@@ -21,8 +21,8 @@ from streamfold._events import (
     ToolResultAdded,
     UsageUpdate,
 )
+from streamfold._message import Block, ToolResult, Usage
 from streamfold._types import ProviderName
-from streamfold.message import Block, ToolResult, Usage
 from test_fold_streams import CASES, _anthropic_pieces, _openai_pieces, _utf16_pieces
 
 

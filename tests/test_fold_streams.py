@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._message import Message
 from streamfold._types import ProviderName
-from streamfold.message import Message
 
 
 def sse(*events: tuple[str | None, Any], done: bool = False, crlf: bool = False) -> bytes:
@@ -1235,7 +1235,7 @@ def test_a_stream_read_as_another_provider_says_which_it_reads_as(name: str) -> 
 def test_an_open_stream_its_provider_reads_keeps_no_copy_of_its_first_bytes() -> None:
     # The first bytes are kept only to explain a misread stream; an open stream the provider
     # reads must not carry them (streamfold's state per open stream stays small).
-    from streamfold.pipeline import Pipeline
+    from streamfold._engine.pipeline import Pipeline
 
     pipeline = Pipeline("openai")
     pipeline.feed(sse(*OPENAI_TEXT[:2]))

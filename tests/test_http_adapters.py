@@ -27,9 +27,9 @@ from http_server import (
     stream_server,
 )
 from streamfold._events import BlockDelta
+from streamfold._io.checks import MAX_ERROR_BODY, error_fields, retry_after
 from streamfold._io.failures import ConnectionLostError
 from streamfold._types import ProviderName
-from streamfold.http import MAX_ERROR_BODY, _error_fields, _retry_after
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below
 
@@ -743,18 +743,18 @@ def test_stream_close_from_another_thread_between_two_events(
     # that came during a read.
     import threading
 
-    from streamfold import http
+    from streamfold._io import sync as http
 
     url = stream_server.url("/stream/onecortex")
     closing, tried = threading.Event(), threading.Event()
-    close_sync = http._close_sync
+    close_sync = http.close_sync
 
     def slow_close(response: Any) -> None:  # the closer, inside the generator's cleanup
         closing.set()
         tried.wait(5)
         close_sync(response)
 
-    monkeypatch.setattr(http, "_close_sync", slow_close)
+    monkeypatch.setattr(http, "close_sync", slow_close)
     s = sf.stream("GET", url, provider="onecortex")
     events: list[sf.Event] = []
     failures: list[BaseException] = []
@@ -791,7 +791,7 @@ def test_stream_close_from_another_thread_during_the_reconnection_delay(
 
     import httpx
 
-    from streamfold import resumable
+    from streamfold._resume import drivers as resumable
 
     rid = "close-in-delay"
     url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
@@ -818,7 +818,7 @@ async def test_astream_aclose_during_the_reconnection_delay(
     # The async twin: aclose() while the reading task waited before a reconnection.
     import httpx
 
-    from streamfold import resumable
+    from streamfold._resume import drivers as resumable
 
     rid = f"aclose-in-delay-{anyio_backend}"
     url = stream_server.url("/stream/onecortex", rid=rid, cut=300, cut_on="0")
@@ -828,7 +828,7 @@ async def test_astream_aclose_during_the_reconnection_delay(
         async def sleep(delay: float) -> None:
             await s.aclose()  # as another task would, while this one is in the delay
 
-        monkeypatch.setattr(resumable, "_sleep", sleep)
+        monkeypatch.setattr(resumable, "sleep", sleep)
         events = [event async for event in s]
     assert events
     assert not isinstance(events[-1], sf.MessageEnd)
@@ -1427,17 +1427,17 @@ async def test_a_request_of_the_other_kind_names_the_right_twin(
     ],
 )
 def test_error_fields_of_the_common_error_bodies(body: Any, code: Any, message: Any) -> None:
-    assert _error_fields(body) == (code, message)
+    assert error_fields(body) == (code, message)
 
 
 def test_retry_after_seconds_and_http_date() -> None:
-    assert _retry_after("3") == 3.0
-    assert _retry_after(" 007 ") == 7.0
-    assert _retry_after("-1") is None  # no delay-seconds (digits only): no wait asked
-    assert _retry_after("\uff17") is None  # a digit, but not an ASCII one
-    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
-    assert _retry_after("soon") is None
-    assert _retry_after(None) is None
+    assert retry_after("3") == 3.0
+    assert retry_after(" 007 ") == 7.0
+    assert retry_after("-1") is None  # no delay-seconds (digits only): no wait asked
+    assert retry_after("\uff17") is None  # a digit, but not an ASCII one
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert retry_after("soon") is None
+    assert retry_after(None) is None
 
 
 def test_error_body_is_read_bounded(stream_server: StreamServer) -> None:

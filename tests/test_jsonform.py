@@ -12,8 +12,9 @@ import pytest
 
 import streamfold as sf
 from stream_cases import CASES, Case
-from streamfold.jsonform import EVENT_CLASSES, VERSION
-from streamfold.message import Message
+from streamfold._events import EVENT_CLASSES
+from streamfold._jsonform import VERSION
+from streamfold._message import Message
 
 SSE = sf.ServerSentEvent("content-delta", '{"x": 1}', "4", 100)
 

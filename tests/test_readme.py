@@ -77,9 +77,9 @@ def test_every_client_a_snippet_makes_has_the_timeout_sf_stream_uses() -> None:
     import aiohttp
     import httpx
 
-    from streamfold import http as http_module
+    from streamfold._client import request as http_module
 
-    read, connect = http_module._DEFAULT_TIMEOUT
+    read, connect = http_module.DEFAULT_TIMEOUT
     docs = [README, *sorted((README.parent / "docs").glob("*.md"))]
     package = README.parent / "python" / "streamfold"
     texts = {doc.name: doc.read_text("utf-8") for doc in docs}

@@ -25,7 +25,7 @@ import streamfold as sf
 from http_server import StreamServer, split_events, stream_server
 from stream_cases import CASES, Case
 from streamfold._types import ProviderName
-from streamfold.writers import Writer
+from streamfold._writers import Writer
 from writer_roundtrip import events_until_error, written
 
 __all__ = ["stream_server"]

@@ -22,9 +22,9 @@ from streamfold._events import (
     MessageStart,
     SignatureDelta,
 )
+from streamfold._message import BlockKind, Citation, Message
+from streamfold._request import REQUEST_PROVIDERS
 from streamfold._types import ProviderName
-from streamfold.message import BlockKind, Citation, Message
-from streamfold.request import REQUEST_PROVIDERS
 
 
 def fold(events: Iterable[Event], provider: ProviderName | Literal[""] = "") -> Message:

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
-from streamfold import resumable
-from streamfold.resumable import _id_key, _make_cursor
+from streamfold._resume import drivers as resumable
+from streamfold._resume.drivers import _id_key, _make_cursor
 
 
 def oc(kind: str, event_id: str | None = None, **payload: Any) -> bytes:

@@ -52,8 +52,8 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURES, requires_captures
+from streamfold._message import Message
 from streamfold._types import ProviderName
-from streamfold.message import Message
 
 try:
     import httpx2

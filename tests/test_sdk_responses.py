@@ -134,12 +134,12 @@ def test_the_sync_api_refuses_an_async_sdk_response(stream_server: StreamServer)
 def test_an_httpx2_read_timeout_set_by_idle_timeout_is_that_silence() -> None:
     # A resumable fold over an SDK's response: httpx2's read timeout that idle_timeout set is
     # the same silence as httpx's (IdleTimeoutError, then a reconnection), not a program error.
-    from streamfold.resumable import _is_read_timeout
+    from streamfold._io.failures import is_read_timeout
 
     request = httpx2.Request("GET", "http://127.0.0.1/", extensions={"timeout": {"read": 0.5}})
-    assert _is_read_timeout(httpx2.ReadTimeout("silent", request=request), 0.5)
-    assert not _is_read_timeout(httpx2.ReadTimeout("the caller's own", request=request), 9.0)
-    assert not _is_read_timeout(httpx2.ConnectTimeout("no connection", request=request), 0.5)
+    assert is_read_timeout(httpx2.ReadTimeout("silent", request=request), 0.5)
+    assert not is_read_timeout(httpx2.ReadTimeout("the caller's own", request=request), 9.0)
+    assert not is_read_timeout(httpx2.ConnectTimeout("no connection", request=request), 0.5)
 
 
 # -- sf.stream / sf.astream with the SDKs' own client (an httpx2 client) --------------------
@@ -173,10 +173,10 @@ def test_stream_with_an_httpx2_client_retries_a_refused_connection(
     httpx's is (it was raised at the first attempt)."""
     import socket
 
-    import streamfold.http as sfhttp
+    import streamfold._client.stream as sfhttp
 
     waits: list[float] = []
-    monkeypatch.setattr(sfhttp, "_pause", waits.append)
+    monkeypatch.setattr(sfhttp, "pause", waits.append)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: a connection to it is refused

@@ -18,8 +18,9 @@ import httpx
 import pytest
 
 import streamfold as sf
-import streamfold.http as sfhttp
+import streamfold._client.stream as sfhttp
 from http_server import StreamServer, stream_server
+from streamfold._client import retry
 from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]
@@ -34,14 +35,14 @@ FAST: dict[str, Any] = {"initial_delay": 0.01, "max_delay": 0.05}
 def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The waits ``stream`` / ``astream`` asked for between attempts (not slept)."""
     asked: list[float] = []
-    real = sfhttp._apause
+    real = retry.apause
 
     async def apause(seconds: float) -> None:
         asked.append(seconds)
         await real(0)
 
-    monkeypatch.setattr(sfhttp, "_pause", asked.append)
-    monkeypatch.setattr(sfhttp, "_apause", apause)
+    monkeypatch.setattr(sfhttp, "pause", asked.append)
+    monkeypatch.setattr(sfhttp, "apause", apause)
     return asked
 
 
@@ -363,7 +364,7 @@ def test_ctrl_c_during_the_wait_leaves_no_response_open(
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sfhttp, "_pause", interrupted)
+    monkeypatch.setattr(sfhttp, "pause", interrupted)
     rid = "retry-ctrl-c"
     url = stream_server.url("/stream/onecortex", rid=rid, status=429, on="all")
     with _one_connection_client("sync") as client:
@@ -388,13 +389,13 @@ async def test_cancelled_during_the_wait_leaves_no_response_open(
     with_client: bool,
 ) -> None:
     waiting = anyio.Event()
-    real = sfhttp._apause
+    real = retry.apause
 
     async def apause(seconds: float) -> None:
         waiting.set()
         await real(60)  # cancelled long before
 
-    monkeypatch.setattr(sfhttp, "_apause", apause)
+    monkeypatch.setattr(sfhttp, "apause", apause)
     rid = f"retry-cancel-{anyio_backend}-{with_client}"
     url = stream_server.url("/stream/onecortex", rid=rid, status=503, on="all")
     made: list[sf.AsyncEventStream] = []
@@ -438,7 +439,7 @@ def test_closed_from_another_thread_during_the_wait_sends_nothing_more(
     rid = "retry-closed-while-waiting"
     url = stream_server.url("/stream/onecortex", rid=rid, status=429, on="all")
     stream = sf.stream("GET", url, provider="onecortex")
-    monkeypatch.setattr(sfhttp, "_pause", lambda seconds: stream.close())  # a "stop" button
+    monkeypatch.setattr(sfhttp, "pause", lambda seconds: stream.close())  # a "stop" button
     with pytest.raises(sf.StreamError) as info:
         stream.open()
     assert info.value.status == 429
@@ -457,7 +458,7 @@ async def test_aclosed_from_another_task_during_the_wait_sends_nothing_more(
     async def stop(seconds: float) -> None:
         await stream.aclose()
 
-    monkeypatch.setattr(sfhttp, "_apause", stop)
+    monkeypatch.setattr(sfhttp, "apause", stop)
     with pytest.raises(sf.StreamError) as info:
         await stream.open()
     assert info.value.attempts == 1

@@ -1,4 +1,4 @@
-"""Arrival-time analysis and the recording format (streamfold.timing)."""
+"""Arrival-time analysis and the recording format (streamfold._cli.timing)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from streamfold.timing import (
+from streamfold._cli.timing import (
     BURST_MIN_EVENTS,
     IDLE_TIMEOUT_S,
     Arrival,

@@ -9,8 +9,8 @@ from typing import get_args
 import pytest
 
 import streamfold as sf
-from streamfold.providers import _REGISTRY
-from streamfold.request import REQUEST_PROVIDERS
+from streamfold._providers.registry import _REGISTRY
+from streamfold._request import REQUEST_PROVIDERS
 
 
 def test_any_event_is_every_event_class() -> None:

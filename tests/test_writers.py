@@ -18,7 +18,7 @@ import pytest
 import streamfold as sf
 from stream_cases import CASES, Case
 from streamfold._types import ProviderName
-from streamfold.writers import WRITERS
+from streamfold._writers import WRITERS
 from writer_roundtrip import events_until_error, fold_bytes, summary, written
 
 TARGETS: tuple[ProviderName, ...] = (
@@ -228,7 +228,7 @@ def test_what_the_target_cannot_say_is_counted() -> None:
 
 
 def test_writing_for_a_writer_of_another_name_is_refused() -> None:
-    from streamfold.writers.anthropic import AnthropicWriter
+    from streamfold._writers.anthropic import AnthropicWriter
 
     with pytest.raises(ValueError, match="writes 'anthropic', not 'gemini'"):
         AnthropicWriter("gemini")

@@ -21,7 +21,7 @@ import requests
 from typing_extensions import assert_never, assert_type
 
 import streamfold as sf
-from streamfold.message import FinishReason
+from streamfold._message import FinishReason
 
 
 def render(text: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import streamfold as sf
 from stream_cases import Case
 from streamfold._types import ProviderName
-from streamfold.writers import Writer
+from streamfold._writers import Writer
 
 
 def events_until_error(case: Case) -> tuple[list[sf.Event], BaseException | None]:

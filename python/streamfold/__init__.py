@@ -11,6 +11,9 @@ See the README for the full manual.
 
 from __future__ import annotations
 
+import contextlib
+
+from ._client.stream import AsyncEventStream, EventStream, astream, stream
 from ._core import (
     JsonAccumulator,
     JsonChange,
@@ -21,6 +24,18 @@ from ._core import (
     encode_sse_comment,
 )
 from ._core import __version__ as __version__
+from ._engine.folder import Folder
+from ._engine.pipeline import Pipeline
+from ._errors import (
+    ConnectionLostError,
+    IncompleteJsonError,
+    IncompleteStreamError,
+    InvalidEventJsonError,
+    InvalidJsonError,
+    ProtocolError,
+    StreamError,
+    StreamfoldError,
+)
 from ._events import (
     AnyEvent,
     BlockDelta,
@@ -41,30 +56,16 @@ from ._events import (
     ToolResultAdded,
     Unknown,
     UsageUpdate,
+    event_from_dict,
 )
-from ._types import ProviderName
-from .api import aevents, events
-from .errors import (
-    ConnectionLostError,
-    IncompleteJsonError,
-    IncompleteStreamError,
-    InvalidEventJsonError,
-    InvalidJsonError,
-    ProtocolError,
-    StreamError,
-    StreamfoldError,
-)
-from .fold import afold, fold
-from .folder import Folder
-from .framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
-from .http import AsyncEventStream, EventStream, astream, stream
-from .jsonbody import events_json, fold_json
-from .jsonform import event_from_dict
-from .message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
-from .pipeline import Pipeline
-from .providers import PROVIDER_NAMES
-from .relay import AsyncRelay, Relay, StreamTiming, arelay, relay
-from .resumable import (
+from ._message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
+from ._providers import PROVIDER_NAMES
+from ._read.events import aevents, events
+from ._read.fold import afold, fold
+from ._read.framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
+from ._read.jsonbody import events_json, fold_json
+from ._relay import AsyncRelay, Relay, StreamTiming, arelay, relay
+from ._resume.drivers import (
     Cursor,
     IdleTimeoutError,
     aevents_resumable,
@@ -72,7 +73,8 @@ from .resumable import (
     events_resumable,
     fold_resumable,
 )
-from .writers import Writer
+from ._types import ProviderName
+from ._writers import Writer
 
 __all__ = [
     "PROVIDER_NAMES",
@@ -148,3 +150,18 @@ __all__ = [
     "relay",
     "stream",
 ]
+
+
+# The public names say they are streamfold's, not a private module's (as httpx does): that is
+# what tracebacks, reprs, pickles and documentation tools show. The Rust classes say so
+# themselves (``#[pyclass(module = "streamfold")]``).
+def _claim(names: list[str]) -> None:
+    namespace = globals()
+    for name in names:
+        obj = namespace[name]
+        if isinstance(obj, type) or callable(obj):
+            with contextlib.suppress(AttributeError, TypeError):
+                obj.__module__ = "streamfold"
+
+
+_claim(__all__)

@@ -14,18 +14,18 @@ __all__ = [
     "TemplateCut",
     "__version__",
     "_bench_str_from_utf8",
-    "_has_split_pair",
-    "_json_frame",
     "encode_sse",
     "encode_sse_comment",
+    "has_split_pair",
+    "json_frame",
     "learn_cut",
 ]
 
 __version__: str
 
 def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
-def _has_split_pair(text: str) -> bool: ...
-def _json_frame(head: bytes, text: str, tail: bytes) -> bytes:
+def has_split_pair(text: str) -> bool: ...
+def json_frame(head: bytes, text: str, tail: bytes) -> bytes:
     """``head`` + ``text`` escaped as the inside of a JSON string + ``tail``."""
 
 def encode_sse(

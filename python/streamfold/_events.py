@@ -62,9 +62,23 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias, get_args
 
 from ._frozen_init import fast_init
-from .message import BlockKind, Citation, FinishReason, ToolResult, Usage
+from ._jsonform import (
+    VERSION,
+    check,
+    citation_back,
+    citation_dict,
+    field_names,
+    frame_from_json,
+    frame_to_json,
+    result_back,
+    result_dict,
+    usage_back,
+    usage_dict,
+)
+from ._parts import BlockKind, Citation, FinishReason, ToolResult, Usage
 
 __all__ = [
+    "EVENT_CLASSES",
     "AnyEvent",
     "BlockDelta",
     "BlockEnd",
@@ -84,6 +98,8 @@ __all__ = [
     "ToolResultAdded",
     "Unknown",
     "UsageUpdate",
+    "event_from_dict",
+    "event_to_dict",
 ]
 
 
@@ -99,8 +115,6 @@ class Event:
     def to_dict(self, *, raw: bool = False) -> dict[str, Any]:
         """The event as a JSON-compatible dict, ``{"type": ..., "v": 1, ...}``
         (docs/json.md); ``raw=True`` keeps the frame. ``sf.event_from_dict`` reads it back."""
-        from .jsonform import event_to_dict
-
         return event_to_dict(self, raw=raw)
 
 
@@ -374,3 +388,68 @@ AnyEvent: TypeAlias = (
 for _cls in (Event, *get_args(AnyEvent)):
     fast_init(_cls)
 del _cls  # pyright: ignore[reportPossiblyUnboundVariable]
+
+
+# -- as JSON (the schema is in docs/json.md) --------------------------------------------------
+
+EVENT_CLASSES: tuple[type[Event], ...] = (
+    Event,
+    MessageStart,
+    BlockStart,
+    BlockDelta,
+    SignatureDelta,
+    BlockEnd,
+    CitationAdded,
+    UsageUpdate,
+    MessageDelta,
+    MessageEnd,
+    StepStart,
+    StepEnd,
+    ToolResultAdded,
+    SourcesAdded,
+    MediaAdded,
+    RunStatus,
+    Notice,
+    Unknown,
+)
+_BY_TYPE: dict[str, type[Event]] = {cls.type: cls for cls in EVENT_CLASSES}
+_EVENT_FIELDS: dict[type[Event], tuple[str, ...]] = {cls: field_names(cls) for cls in EVENT_CLASSES}
+
+
+def event_to_dict(event: Event, *, raw: bool = False) -> dict[str, Any]:
+    """``event`` as a JSON-compatible dict (see the module docstring)."""
+    cls = event.__class__
+    out: dict[str, Any] = {"type": cls.type, "v": VERSION}
+    for name in _EVENT_FIELDS[cls]:
+        out[name] = getattr(event, name)
+    if cls is UsageUpdate:
+        out["usage"] = usage_dict(out["usage"])
+    elif cls is CitationAdded:
+        out["citation"] = citation_dict(out["citation"])
+    elif cls is ToolResultAdded:
+        out["result"] = result_dict(out["result"])
+    if raw:
+        out["raw"] = frame_to_json(event.raw)
+    return out
+
+
+def event_from_dict(d: dict[str, Any]) -> Event:
+    """The event :func:`event_to_dict` wrote."""
+    kind = check(d, "event")
+    cls = _BY_TYPE.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    kwargs = {name: d[name] for name in _EVENT_FIELDS[cls] if name in d}
+    if cls is UsageUpdate:
+        kwargs["usage"] = usage_back(kwargs.get("usage"))
+    elif cls is CitationAdded:
+        kwargs["citation"] = citation_back(kwargs["citation"])
+    elif cls is ToolResultAdded:
+        kwargs["result"] = result_back(kwargs["result"])
+    frame = frame_from_json(d.get("raw"))
+    if frame is not None:
+        kwargs["raw"] = frame
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field missing
+        raise ValueError(f"{kind} event dict: {exc}") from None

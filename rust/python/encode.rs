@@ -71,7 +71,6 @@ static JSON_DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// A `str` that is not valid Unicode (a lone surrogate, which a provider cutting its text by
 /// UTF-16 units sends) is escaped as `json.dumps` escapes it, so it reads back the same.
 #[pyfunction]
-#[pyo3(name = "_json_frame")]
 pub fn json_frame<'py>(
     py: Python<'py>,
     head: &[u8],

@@ -1,4 +1,4 @@
-//! Converting core errors to the exception classes of `streamfold.errors` (defined in Python
+//! Converting core errors to the exception classes of `streamfold._errors` (defined in Python
 //! so that they can carry the partial message and other Python-side state).
 
 use pyo3::prelude::*;
@@ -9,11 +9,11 @@ static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
     let module =
-        ERRORS_MODULE.get_or_try_init(py, || py.import("streamfold.errors").map(Bound::unbind))?;
+        ERRORS_MODULE.get_or_try_init(py, || py.import("streamfold._errors").map(Bound::unbind))?;
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
-/// Build `streamfold.errors.<name>(message, **kwargs)` as a `PyErr`.
+/// Build `streamfold._errors.<name>(message, **kwargs)` as a `PyErr`.
 #[cold]
 pub fn make_error(
     py: Python<'_>,

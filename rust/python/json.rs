@@ -307,7 +307,7 @@ impl ChangeKind {
 ///
 /// ``path`` is a tuple of object keys (``str``) and array indices (``int``); ``()`` is the
 /// root.
-#[pyclass(frozen, module = "streamfold._core")]
+#[pyclass(frozen, module = "streamfold")]
 pub struct JsonChange {
     path: Py<PyTuple>,
     kind: ChangeKind,
@@ -877,7 +877,7 @@ struct Inner {
 /// ``push`` takes ``str``. A UTF-16 surrogate pair split across two fragments is joined; any
 /// other lone surrogate character (one that is not a ``\uXXXX`` escape) has no UTF-8 form and
 /// raises :class:`InvalidJsonError`. The object is thread-safe (calls are serialized).
-#[pyclass(frozen, module = "streamfold._core")]
+#[pyclass(frozen, module = "streamfold")]
 pub struct JsonAccumulator {
     inner: Mutex<Inner>,
 }

@@ -115,7 +115,7 @@ fn closed(what: &str) -> PyErr {
 //
 // A free list: a framing loop makes and drops these by the thousand, and taking one back
 // from the list skips the allocator and the zeroing of a fresh object.
-#[pyclass(frozen, freelist = 1024, module = "streamfold._core")]
+#[pyclass(frozen, freelist = 1024, module = "streamfold")]
 pub struct ServerSentEvent {
     /// The event type; `"message"` when the stream named none.
     #[pyo3(get)]
@@ -796,7 +796,7 @@ fn sse_exception<'py>(py: Python<'py>, err: SseError, events: Bound<'py, PyList>
 }
 
 /// Incremental `text/event-stream` decoder (WHATWG rules, UTF-8 always).
-#[pyclass(frozen, module = "streamfold._core")]
+#[pyclass(frozen, module = "streamfold")]
 pub struct SSEDecoder {
     inner: Mutex<SseState>,
 }
@@ -1279,7 +1279,7 @@ struct JsonLinesState {
 }
 
 /// Incremental newline-delimited JSON decoder: returns the parsed value of every line.
-#[pyclass(frozen, module = "streamfold._core")]
+#[pyclass(frozen, module = "streamfold")]
 pub struct JsonLinesDecoder {
     inner: Mutex<JsonLinesState>,
 }

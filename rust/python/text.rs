@@ -112,7 +112,6 @@ pub fn bench_str_from_utf8<'py>(
 /// narrow (1-byte) `str` cannot hold a surrogate.
 #[cfg(not(feature = "abi3"))]
 #[pyfunction]
-#[pyo3(name = "_has_split_pair")]
 pub fn has_split_pair(text: &Bound<'_, PyString>) -> bool {
     use crate::surrogates::has_split_pair;
 
@@ -145,7 +144,6 @@ pub fn has_split_pair(text: &Bound<'_, PyString>) -> bool {
 /// leaves text without a cut character as it is.
 #[cfg(feature = "abi3")]
 #[pyfunction]
-#[pyo3(name = "_has_split_pair")]
 pub fn has_split_pair(_text: &Bound<'_, PyString>) -> bool {
     true
 }

@@ -2,7 +2,7 @@
 capture's ``.expected.json``.
 
 ``accumulate`` is a tiny event-level fold written for the tests only, independent of
-``streamfold.fold``: it joins the texts per block and records what each event type says, so a
+``streamfold._read.fold``: it joins the texts per block and records what each event type says, so a
 test can check what a provider emitted without trusting another module.
 """
 

@@ -1,5 +1,5 @@
 """Helpers for the Cohere, Onecortex, Clouisle and auto provider tests: build streams, run them,
-and fold events with a small, obviously-correct reference (independent of ``streamfold.fold``).
+and fold events with a small, obviously-correct reference (independent of ``sf.fold``).
 """
 
 from __future__ import annotations

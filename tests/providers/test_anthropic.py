@@ -21,7 +21,7 @@ from streamfold._events import (
     SignatureDelta,
     UsageUpdate,
 )
-from streamfold.providers.anthropic import STOP_REASONS
+from streamfold._providers.anthropic import STOP_REASONS
 
 from .helpers import CAPTURES as CAPTURE_ROOT
 from .helpers import accumulate, captures, check_capture, expected, run, split_at, sse

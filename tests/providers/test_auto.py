@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
 from streamfold._events import Notice
+from streamfold._providers import Provider, get_provider
+from streamfold._providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect
+from streamfold._read.framing import iter_json_lines, iter_sse
 from streamfold._types import ProviderName
-from streamfold.framing import iter_json_lines, iter_sse
-from streamfold.providers import Provider, get_provider
-from streamfold.providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect
 
 from . import test_clouisle, test_cohere_v1, test_cohere_v2, test_onecortex
 from .sse_helpers import Run, named, run, split, sse
@@ -404,7 +404,7 @@ def test_every_capture_folds_through_auto_as_through_its_provider(
 
 
 def test_auto_runs_the_chosen_providers_own_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    from streamfold.providers.openai_chat import OpenAIChat
+    from streamfold._providers.openai_chat import OpenAIChat
 
     calls: list[int] = []
     real = OpenAIChat.handle_frames

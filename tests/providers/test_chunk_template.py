@@ -13,13 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from providers.chunk_template_reference import template_text
 from streamfold._core import SSEDecoder
-from streamfold.pipeline import Pipeline
-from streamfold.providers._chunk_template import ChunkTemplate, NumberedTemplate, decode_body
-from streamfold.providers.anthropic import Anthropic
-from streamfold.providers.base import Provider
-from streamfold.providers.openai_chat import Mistral, OpenAIChat
-from streamfold.providers.openai_responses import LEARN_AFTER, OpenAIResponses
+from streamfold._engine.pipeline import Pipeline
+from streamfold._providers._chunk_template import ChunkTemplate, NumberedTemplate, decode_body
+from streamfold._providers.anthropic import Anthropic
+from streamfold._providers.base import Provider
+from streamfold._providers.openai_chat import Mistral, OpenAIChat
+from streamfold._providers.openai_responses import LEARN_AFTER, OpenAIResponses
 
 from .helpers import Run, captures
 
@@ -154,8 +155,10 @@ def test_templates_are_used() -> None:
     _run(stream, provider)
     template = provider._template
     assert isinstance(template, ChunkTemplate)
-    assert template.text(_openai("new words")) == "new words"
-    assert template.text(_openai('a","x":"b')) is None  # structure, not text: parsed instead
+    assert template_text(template, _openai("new words")) == "new words"
+    assert (
+        template_text(template, _openai('a","x":"b')) is None
+    )  # structure, not text: parsed instead
 
 
 def test_mistral_padding_is_learned() -> None:
@@ -166,7 +169,9 @@ def test_mistral_padding_is_learned() -> None:
     template = provider._template
     assert template is not None
     other: dict[str, Any] = {**chunk, "p": "abcdefgh"}
-    assert template.text(json.dumps(other, separators=(",", ":")).replace("@", "ok")) == "ok"
+    assert (
+        template_text(template, json.dumps(other, separators=(",", ":")).replace("@", "ok")) == "ok"
+    )
 
 
 @pytest.mark.parametrize("make", [OpenAIChat, Mistral])
@@ -264,7 +269,7 @@ def _learned(padding: str | None) -> ChunkTemplate:
 def _text_and_read(template: ChunkTemplate, frame: Any) -> tuple[str | None, str | None, bool]:
     """``text`` of the frame's ``str``, ``read`` of its bytes, and whether those are UTF-8:
     ``read`` answers as ``text`` does, or leaves invalid UTF-8 to the parser (``None``)."""
-    want = template.text(frame.data)
+    want = template_text(template, frame.data)
     got = template.read(frame.data_bytes)
     try:
         frame.data_bytes.decode()
@@ -1074,7 +1079,7 @@ def test_the_rust_learner_finds_the_python_learners_cut(
     """``learn_cut`` (Rust, what the providers use) proves the cut ``_learn_cut`` (``json.loads``
     and dictionary compares) proves, or refuses where that one refuses: never another cut."""
     from streamfold._core import learn_cut
-    from streamfold.providers._chunk_template import PADDING_KEYS, _learn_cut
+    from streamfold._providers._chunk_template import PADDING_KEYS, _learn_cut
 
     if padding_value == "@":
         padding_value = text  # the padding holds the same string as the text

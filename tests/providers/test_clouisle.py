@@ -23,8 +23,8 @@ from streamfold._events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._providers.clouisle import WORKFLOW_EVENTS
 from streamfold._types import ProviderName
-from streamfold.providers.clouisle import WORKFLOW_EVENTS
 
 from .sse_helpers import (
     check_never_crashes,

@@ -25,8 +25,8 @@ from streamfold._events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._providers.cohere_v1 import FINISH_REASONS
 from streamfold._types import ProviderName
-from streamfold.providers.cohere_v1 import FINISH_REASONS
 
 from .sse_helpers import (
     bytewise,

@@ -24,8 +24,8 @@ from streamfold._events import (
     Unknown,
     UsageUpdate,
 )
+from streamfold._providers.cohere_v2 import FINISH_REASONS
 from streamfold._types import ProviderName
-from streamfold.providers.cohere_v2 import FINISH_REASONS
 
 from .sse_helpers import (
     bytewise,

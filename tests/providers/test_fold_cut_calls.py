@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from streamfold._events import MessageDelta
+from streamfold._message import Message
 from streamfold._types import ProviderName
-from streamfold.message import Message
 
 from .helpers import CAPTURES, random_splits, run, split_at, sse
 

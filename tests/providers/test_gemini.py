@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._engine.pipeline import Pipeline
 from streamfold._events import (
     BlockDelta,
     BlockEnd,
@@ -27,9 +28,8 @@ from streamfold._events import (
     UsageUpdate,
 )
 from streamfold._io.failures import ConnectionLostError, connection_lost
+from streamfold._providers.gemini import FINISH_REASONS
 from streamfold._types import ProviderName
-from streamfold.pipeline import Pipeline
-from streamfold.providers.gemini import FINISH_REASONS
 
 from .helpers import CAPTURES as CAPTURE_ROOT
 from .helpers import (
@@ -905,7 +905,7 @@ def test_partial_args_index_far_past_the_list_is_refused_not_allocated() -> None
     """A streamed call's ``jsonPath`` may name list elements out of order, but a 100-byte chunk
     naming ``$.a[1000000000]`` padded the list with a billion nulls (gigabytes, minutes). An
     index more than ``MAX_INDEX_SKIP`` past the list's end is a ProtocolError."""
-    from streamfold.providers.gemini import MAX_INDEX_SKIP
+    from streamfold._providers.gemini import MAX_INDEX_SKIP
 
     def stream(index: int) -> bytes:
         return gsse(

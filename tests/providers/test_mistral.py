@@ -18,7 +18,7 @@ from streamfold._events import (
     MessageEnd,
     UsageUpdate,
 )
-from streamfold.providers.openai_chat import MISTRAL_FINISH_REASONS
+from streamfold._providers.openai_chat import MISTRAL_FINISH_REASONS
 
 from .helpers import accumulate, captures, check_capture, run, split_at, sse
 

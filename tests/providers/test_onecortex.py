@@ -472,7 +472,7 @@ def test_steps_nested_thousands_deep_fold_without_recursion_error() -> None:
     compared, printed and pickled."""
     import pickle
 
-    from streamfold.folder import MAX_STEP_DEPTH
+    from streamfold._engine.folder import MAX_STEP_DEPTH
 
     message = sf.fold([nested_steps(3000)], provider=P)
     assert (message.text, message.complete) == ("hi", True)
@@ -494,7 +494,7 @@ def test_steps_nested_thousands_deep_fold_without_recursion_error() -> None:
 
 
 def test_steps_nested_to_the_limit_keep_their_tree() -> None:
-    from streamfold.folder import MAX_STEP_DEPTH
+    from streamfold._engine.folder import MAX_STEP_DEPTH
 
     message = sf.fold([nested_steps(MAX_STEP_DEPTH)], provider=P, strict=True)
     step, depth = message.steps[0], 0

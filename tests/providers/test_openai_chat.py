@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._engine.pipeline import Pipeline
 from streamfold._events import (
     BlockDelta,
     BlockEnd,
@@ -22,10 +23,9 @@ from streamfold._events import (
     Notice,
     UsageUpdate,
 )
+from streamfold._providers._fast import text_delta
+from streamfold._providers.openai_chat import FINISH_REASONS, OpenAIChat
 from streamfold._types import ProviderName
-from streamfold.pipeline import Pipeline
-from streamfold.providers._fast import text_delta
-from streamfold.providers.openai_chat import FINISH_REASONS, OpenAIChat
 
 from .helpers import (
     LATE_SECOND_CHOICE,

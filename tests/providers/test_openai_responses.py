@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._engine.pipeline import Pipeline
 from streamfold._events import (
     BlockDelta,
     BlockEnd,
@@ -23,7 +24,6 @@ from streamfold._events import (
     UsageUpdate,
 )
 from streamfold._types import ProviderName
-from streamfold.pipeline import Pipeline
 
 from .helpers import accumulate, captures, check_capture, run, split_at, sse
 from .helpers import expected as expected_fold

@@ -7,10 +7,18 @@ that was never imported, and importing one here would defeat lazy imports.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from ..errors import ConnectionLostError, IdleTimeoutError, StreamfoldError
+from .._errors import ConnectionLostError, IdleTimeoutError, StreamfoldError
+from .detect import HTTPX_MODULES
 
-__all__ = ["ConnectionLostError", "as_connection_lost", "is_transport_error"]
+__all__ = [
+    "ConnectionLostError",
+    "as_connection_lost",
+    "client_error",
+    "is_read_timeout",
+    "is_transport_error",
+]
 
 #: module -> exception classes meaning "the connection failed". A body whose content encoding
 #: (gzip, br) breaks mid-way counts too: the bytes stop making sense where the transport
@@ -69,3 +77,33 @@ def as_connection_lost(
     if is_transport_error(exc):
         return connection_lost(provider, position, exc)
     return None
+
+
+def client_error(exc: BaseException) -> BaseException:
+    """The client's own exception behind ``exc`` (the adapters wrap it in
+    ``ConnectionLostError``)."""
+    if isinstance(exc, ConnectionLostError) and exc.__cause__ is not None:
+        return exc.__cause__
+    return exc
+
+
+def is_read_timeout(exc: BaseException, idle_timeout: float) -> bool:
+    """``exc`` is httpx's read timeout that ``idle_timeout`` set (``_apply_httpx_idle_timeout``,
+    ``sf.stream``'s requests): a silence of ``idle_timeout`` s. Another read timeout, the
+    caller's own, is not said to be ``idle_timeout``: it stays httpx's, as ``sf.stream`` keeps
+    it on the first request. A shorter one (httpx's default is 5 s) fired before
+    ``idle_timeout``; a longer one bounded a wait that ``idle_timeout`` does not (a response's
+    head, with the sync forms' own ``connect``)."""
+    error: Any = client_error(exc)  # an httpx or httpx2 ReadTimeout, once checked
+    if not any(
+        isinstance(error, module.ReadTimeout)
+        for module in map(sys.modules.get, HTTPX_MODULES)
+        if module is not None
+    ):
+        return False
+    try:
+        timeouts = error.request.extensions.get("timeout")
+    except RuntimeError:  # no request attached: nothing says it was another timeout
+        return True
+    read = timeouts.get("read") if isinstance(timeouts, dict) else None
+    return not isinstance(read, (int, float)) or read == idle_timeout

@@ -1,0 +1,1 @@
+"""The ``streamfold`` command line: inspect a stream, fold it, time it, and the demo."""

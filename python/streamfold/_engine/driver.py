@@ -1,0 +1,181 @@
+"""The one fold driver: what ``sf.fold``/``afold``, ``fold_json``, ``fold_resumable``, the
+streams of ``sf.stream`` and the relays fold with.
+
+A :class:`FoldDriver` folds events into a :class:`~streamfold.Folder` (one dict lookup per
+event), arms the pipeline's folding path after each read it handled, and decides the outcome:
+the message, or the error with everything the fold knows (the partial message, the frame's
+position, the provider the stream turned out to be).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from .._errors import ProtocolError, StreamfoldError
+from .._events import Event
+from .._message import Message
+from .._types import ProviderName
+from .folder import Folder
+from .pipeline import Pipeline
+
+__all__ = ["FeedFolding", "FoldDriver"]
+
+#: ``SSEDecoder.feed_folding``: the frames it did not fold (empty: all), ``None`` for a chunk
+#: that is not ``bytes``; raises ``ProtocolError`` as ``feed`` does.
+FeedFolding = Callable[[Any], "list[Any] | None"]
+
+
+class FoldDriver:
+    """``Folder.add`` inlined over a batch of events: one dict lookup per event.
+
+    With a pipeline, it also hands the provider the folder's direct text sink
+    (``Provider.text_sink``): a plain text delta then goes straight into its block, with no
+    event made. Any folded event may change where text goes, so each batch of events drops the
+    provider's appender first.
+
+    After each read it handled (``step``), it arms the decoder's folding path where the
+    provider names a target (``Provider.folding_target``): the reads after it that hold only
+    that target's text frames are then folded in Rust with no Python frame or event at all,
+    which is the whole cost of most reads of a stream read one event at a time.
+
+    ``direct=False`` leaves the provider making every event (a relay writes each one).
+    Without a pipeline (``fold_resumable``, ``sf.stream``'s streams: their events come from a
+    pipeline of their own), it folds the events it is given and decides the outcome the same
+    way.
+    """
+
+    __slots__ = ("_dispatch", "_folder", "_pipeline", "_provider", "_resolve")
+
+    def __init__(
+        self, folder: Folder, pipeline: Pipeline | None = None, *, direct: bool = True
+    ) -> None:
+        self._folder = folder
+        # The class's table of handler functions: nothing is bound per fold.
+        self._dispatch = folder._handlers
+        self._resolve = folder._function_for
+        self._pipeline = pipeline
+        self._provider = None
+        if pipeline is not None and direct:
+            pipeline.on_folded = folder.took
+            provider = self._provider = pipeline.provider
+            provider.text_sink = folder.text_appender
+            provider.text_flush = self.flush
+
+    @classmethod
+    def over(
+        cls,
+        pipeline: Pipeline,
+        *,
+        strict: bool,
+        max_message_bytes: int | None = None,
+        direct: bool = True,
+    ) -> FoldDriver:
+        """A driver of a new fold of ``pipeline``'s events, named as its provider."""
+        # The name the pipeline's provider instance was made under: one of ProviderName.
+        name = cast("ProviderName", pipeline.provider.name)
+        if max_message_bytes is None:
+            folder = Folder(name, strict=strict)
+        else:
+            folder = Folder(name, strict=strict, max_message_bytes=max_message_bytes)
+        return cls(folder, pipeline, direct=direct)
+
+    @property
+    def folder(self) -> Folder:
+        return self._folder
+
+    def step(self, chunk: Any, frames: list[Any] | ProtocolError | None) -> FeedFolding | None:
+        """Fold one read: ``chunk`` through the pipeline, or (``frames``) what the folding
+        path returned for it. Returns the folding path to use for the next read, if armed."""
+        pipeline = cast("Pipeline", self._pipeline)
+        events = pipeline.feed(chunk) if frames is None else pipeline.feed_folded(frames)
+        if events:  # with the direct text sink, most reads fold to none
+            self(events)
+        if pipeline.pending is not None:
+            pipeline.raise_pending()
+        target = pipeline.provider.folding_target()
+        if target is None:
+            return None
+        cut, event, choice, block, _kind = target
+        folder = self._folder
+        sink = folder.delta_sink(choice, block)
+        return None if sink is None else pipeline.arm(cut, event, sink, folder.room)
+
+    def flush(self, events: list[Event]) -> None:
+        """Fold ``events`` now and empty the list (``Provider.text_flush``): the provider is
+        in the middle of a batch and wants the direct text path for what follows."""
+        self(events)
+        events.clear()
+
+    def __call__(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        provider = self._provider
+        if provider is not None:
+            provider.text_direct = None
+        dispatch = self._dispatch
+        folder = self._folder
+        for event in events:
+            try:
+                handler = dispatch[event.__class__]
+            except KeyError:
+                handler = self._resolve(event.__class__)
+            handler(folder, event)
+
+    def add(self, event: Event) -> None:
+        """Fold one event (the drivers that get their events one at a time)."""
+        self((event,))
+
+    def failure(
+        self, exc: Exception, run: Callable[[Sequence[Event]], None] | None = None
+    ) -> BaseException | None:
+        """What the fold raises for ``exc``, with the partial message; ``None`` when the
+        message stands (the connection failed after the terminal event). ``run`` folds the
+        events the provider still held (this driver, unless a relay also writes them).
+
+        A failure of the byte source (the HTTP adapters' ``ConnectionLostError``, or a
+        client's own exception from a plain iterable such as ``response.iter_bytes()``) is a
+        lost connection: what the provider still holds is folded first (``Pipeline.lost``),
+        so the partial has every byte that arrived, as a clean end at that byte would.
+        """
+        pipeline = cast("Pipeline", self._pipeline)
+        fold = self if run is None else run
+        lost = pipeline.source_failed(exc)
+        if lost is not None:
+            # A rule the fold breaks on these closing events (strict) is not what ended the
+            # stream: the caller gets the lost connection, with whatever was folded.
+            with contextlib.suppress(StreamfoldError):
+                fold(pipeline.lost())
+            if self._folder.complete:
+                fold([pipeline.late_loss(lost)])
+                return None
+            exc = lost
+        elif not isinstance(exc, StreamfoldError):
+            return exc  # a bug, not the stream's: raised as it is
+        self.annotate(exc)
+        return exc
+
+    def annotate(self, exc: StreamfoldError) -> None:
+        """Give ``exc`` what the fold knows: the partial message (``Folder.annotate_error``)
+        and, for a rule the fold itself checks, the position of the frame being handled."""
+        folder = self._folder
+        pipeline = self._pipeline
+        if pipeline is not None:
+            folder.provider = pipeline.provider_name
+        folder.annotate_error(exc)
+        if pipeline is not None and isinstance(exc, ProtocolError) and exc.position is None:
+            exc.position = pipeline.provider.position
+
+    def result(self) -> Message:
+        """The folded message; ``IncompleteStreamError`` (with the partial) when the stream
+        ended before its terminal event."""
+        folder = self._folder
+        pipeline = self._pipeline
+        if pipeline is not None:
+            folder.provider = pipeline.provider_name
+            if not folder.complete:
+                exc = pipeline.incomplete_error()
+                folder.annotate_error(exc)
+                raise exc
+        return folder.result()
