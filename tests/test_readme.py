@@ -205,3 +205,41 @@ def test_every_error_has_partial() -> None:
     with pytest.raises(sf.StreamfoldError) as folded:
         sf.fold([b'data: {"choices": []}\n\n'], provider="openai")
     assert isinstance(folded.value.partial, sf.Message)
+
+
+def _per_event_ratios() -> dict[tuple[str, str, str], float]:
+    """(API, stream, events) -> the ratio BENCHMARKS.md's one-event-per-read tables give."""
+    text = (ROOT / "BENCHMARKS.md").read_text("utf-8")
+    section = text.split("### One event per read", 1)[1].split("\n### ", 1)[0]
+    fold, events = section.split("**`sf.events()` at one event per read**", 1)
+    events = events.split("\n**", 1)[0]
+    ratios = {}
+    for api, table, columns in (("fold", fold, (4, 7)), ("events", events, (4,))):
+        for row in re.findall(r"^\| (?!stream \|)(?!-)(.+) \|$", table, re.MULTILINE):
+            cells = row.split(" | ")
+            for column, name in zip(columns, ("fold", "afold") if api == "fold" else (api,)):
+                ratio = re.search(r"\*\*([\d.]+)x\*\*", cells[column])
+                assert ratio, row
+                ratios[name, cells[0], cells[1]] = float(ratio.group(1))
+    return ratios
+
+
+def test_the_readme_performance_headline_is_benchmarks_md() -> None:
+    # Nothing generates the README's table: `make bench` rewrites BENCHMARKS.md, and this says
+    # when the headline no longer matches it (each figure as BENCHMARKS.md's, rounded).
+    ratios = _per_event_ratios()
+    readme = README.read_text("utf-8").split("## Performance", 1)[1].split("\n## ", 1)[0]
+    head, *rows = re.findall(r"^\| (?!-)(.+) \|$", readme, re.MULTILINE)
+    assert head.split(" | ")[1:] == ["`sf.fold`", "`sf.afold`", "`sf.events` vs framer + `orjson`"]
+    streams = ["OpenAI Chat, text", "Anthropic, text", "OpenAI Chat, parallel tool calls"]
+    compared = 0
+    for row in rows:
+        count, *cells = row.split(" | ")
+        for api, cell in zip(("fold", "afold", "events"), cells, strict=True):
+            shown = [figure.removesuffix("x") for figure in cell.split(" / ")]
+            for stream, figure in zip(streams, shown, strict=False):
+                half_unit = 0.5 * 10 ** -len(figure.partition(".")[2])
+                measured = ratios[api, stream, count]
+                assert abs(measured - float(figure)) <= half_unit + 1e-9, (api, stream, count)
+                compared += 1
+    assert compared == 4 * (3 + 3 + 2)
