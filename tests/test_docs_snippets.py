@@ -422,9 +422,10 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ): readme_aiohttp,
     ("README.md", 'folder = sf.Folder("anthropic")'): readme_folder,
     ("README.md", "try:"): readme_errors,
-    ("docs/events.md", "async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=5)) as client:"): (
-        events_md
-    ),
+    (
+        "docs/events.md",
+        "async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=5)) as client:",
+    ): events_md,
     ("docs/framing.md", "dec = sf.SSEDecoder(max_event_bytes=16 * 2**20)"): framing_md,
     ("docs/partial-json.md", "acc = sf.JsonAccumulator()"): partial_json_md,
     ("docs/fold.md", "import streamfold as sf"): fold_md,

@@ -214,10 +214,11 @@ def _per_event_ratios() -> dict[tuple[str, str, str], float]:
     fold, events = section.split("**`sf.events()` at one event per read**", 1)
     events = events.split("\n**", 1)[0]
     ratios = {}
-    for api, table, columns in (("fold", fold, (4, 7)), ("events", events, (4,))):
+    tables = ((fold, {"fold": 4, "afold": 7}), (events, {"events": 4}))  # the ratio columns
+    for table, columns in tables:
         for row in re.findall(r"^\| (?!stream \|)(?!-)(.+) \|$", table, re.MULTILINE):
             cells = row.split(" | ")
-            for column, name in zip(columns, ("fold", "afold") if api == "fold" else (api,)):
+            for name, column in columns.items():
                 ratio = re.search(r"\*\*([\d.]+)x\*\*", cells[column])
                 assert ratio, row
                 ratios[name, cells[0], cells[1]] = float(ratio.group(1))
