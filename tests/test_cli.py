@@ -570,7 +570,7 @@ def test_save_live_stdin_then_replay_with_the_same_timing(tmp_path: Path) -> Non
 def test_ctrl_c_on_a_live_stream_inspects_what_arrived(tmp_path: Path) -> None:
     # `curl -N ... | streamfold inspect -`, stopped with Ctrl-C after the first frames: what
     # arrived is shown, with the exit code of a stream cut before its terminal event (3); 130
-    # is for an interrupt before any input. --help and the README say so.
+    # is for an interrupt before any input. --help and docs/cli.md say so.
     saved = tmp_path / "live.rec"
     frame = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"Bonjour"}}]}'
     live = subprocess.Popen(
@@ -601,9 +601,9 @@ def test_ctrl_c_on_a_live_stream_inspects_what_arrived(tmp_path: Path) -> None:
 
     usage = streamfold("inspect", "--help").stdout
     assert "130  interrupted (Ctrl-C) before any input arrived" in usage
-    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
-    assert "130 interrupted (Ctrl-C) before any input arrived" in readme
-    assert "a stream stopped before its terminal event exits 3" in readme
+    manual = " ".join((ROOT / "docs" / "cli.md").read_text("utf-8").split())
+    assert "130 interrupted (Ctrl-C) before any input arrived" in manual
+    assert "a stream stopped before its terminal event exits 3" in manual
 
 
 def test_save_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
@@ -670,11 +670,11 @@ def test_demo_runs_every_example_and_ends_with_the_summary() -> None:
     assert "\x1b[" not in result.stdout
 
 
-def test_the_readme_lists_every_exit_code_the_command_uses() -> None:
+def test_the_manual_lists_every_exit_code_the_command_uses() -> None:
     from streamfold._cli import main as cli
 
-    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
-    sentence = re.split(r"Exit codes[^:.]*:", readme, maxsplit=1)[1].split(".", 1)[0]
+    manual = " ".join((ROOT / "docs" / "cli.md").read_text("utf-8").split())
+    sentence = re.split(r"Exit codes[^:.]*:", manual, maxsplit=1)[1].split(".", 1)[0]
     documented = {int(n) for n in re.findall(r"\b(\d+) [a-z]", sentence)}
     used = {int(n) for n in re.findall(r"^  (\d+) ", cli._EXIT_CODES, re.MULTILINE)}
     assert documented == used

@@ -163,7 +163,69 @@ async def readme_events(server: StreamServer, stack: contextlib.AsyncExitStack) 
     return Run({"response": response, "render": rendered.append}, check=check)
 
 
-async def readme_framing(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+async def readme_aiohttp(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    url = server.url("/example/cohere_v2_citations.sse")
+    return Run(
+        {"url": url, "body": {"stream": True}},
+        check=complete_from("cohere-v2", "cohere_v2_citations.sse"),
+    )
+
+
+async def readme_folder(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    shown: list[sf.Message] = []
+    response = await opened(stack, server.url("/example/anthropic_thinking.sse"))
+
+    def check(ns: dict[str, Any]) -> None:
+        complete_from("anthropic", "anthropic_thinking.sse")(ns)
+        assert ns["message"] == folded("anthropic_thinking.sse", "anthropic")
+        assert not shown[0].complete  # a snapshot per event, the first one of an open message
+        assert [m.text for m in shown] == sorted((m.text for m in shown), key=len)  # it grows
+        assert shown[-1].text == ns["message"].text
+
+    return Run({"response": response, "show": shown.append}, check=check)
+
+
+async def readme_errors(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    # Anthropic's in-stream `event: error` (overloaded) after some text: the StreamError branch.
+    logged: list[tuple[Any, ...]] = []
+    response = await opened(stack, server.url("/example/anthropic_overloaded_error.sse"))
+
+    def check(ns: dict[str, Any]) -> None:
+        assert logged == [("anthropic", "overloaded_error", "Overloaded", False)]
+        message = ns["message"]
+        assert isinstance(message, sf.Message)
+        assert not message.complete
+        assert message.finish_reason == "error"
+        assert message.text.startswith("Here is a summary of the quarterly report:")
+
+    def log(*args: Any) -> None:
+        logged.append(args)
+
+    return Run({"response": response, "log": log}, check=check)
+
+
+async def events_md(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    rendered: list[str] = []
+    cited: list[tuple[Any, ...]] = []
+
+    def check(ns: dict[str, Any]) -> None:
+        message = folded("cohere_v2_citations.sse", "cohere-v2")
+        assert "".join(rendered) == message.text
+        assert cited == [(c.start, c.end, c.sources) for c in message.citations]
+        assert cited
+
+    return Run(
+        {
+            "url": server.url("/example/cohere_v2_citations.sse"),
+            "body": {"stream": True},
+            "render": rendered.append,
+            "cite": lambda *citation: cited.append(citation),
+        },
+        check=check,
+    )
+
+
+async def framing_md(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
     # Cut inside an event: the unterminated last event is discarded, and reported.
     body = example("anthropic_thinking.sse")
     cut = body.index(b"\n\n", len(body) // 2) - 5
@@ -176,7 +238,7 @@ async def readme_framing(server: StreamServer, stack: contextlib.AsyncExitStack)
     return Run({"response": response}, check=check)
 
 
-async def readme_json(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+async def partial_json_md(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
     fragments = ['{"path": "a.t', 'xt", "lines": [1, 2', "]}"]
 
     def check(ns: dict[str, Any]) -> None:
@@ -354,8 +416,18 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("README.md", 'for event in sf.events(response.iter_bytes(), provider="cohere-v2"):'): (
         readme_events
     ),
-    ("README.md", "dec = sf.SSEDecoder(max_event_bytes=16 * 2**20)"): readme_framing,
-    ("README.md", "acc = sf.JsonAccumulator()"): readme_json,
+    (
+        "README.md",
+        "timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=600)",
+    ): readme_aiohttp,
+    ("README.md", 'folder = sf.Folder("anthropic")'): readme_folder,
+    ("README.md", "try:"): readme_errors,
+    (
+        "docs/events.md",
+        "async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=5)) as client:",
+    ): events_md,
+    ("docs/framing.md", "dec = sf.SSEDecoder(max_event_bytes=16 * 2**20)"): framing_md,
+    ("docs/partial-json.md", "acc = sf.JsonAccumulator()"): partial_json_md,
     ("docs/fold.md", "import streamfold as sf"): fold_md,
     (
         "docs/http.md",

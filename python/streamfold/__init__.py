@@ -6,7 +6,7 @@
         ...
     message = sf.fold(response.iter_bytes(), provider="anthropic")
 
-See the README for the full manual.
+The manual is in docs/ (docs/README.md); the layers in docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ class Usage:
 
 @dataclass(slots=True)
 class Citation:
-    """A grounded span. Offsets are as the provider defines them (see the README table)."""
+    """A grounded span. Offsets are as the provider defines them (the table in docs/fold.md)."""
 
     start: int | None
     end: int | None
