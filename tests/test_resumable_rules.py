@@ -15,8 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold as sf
+from streamfold._resume import cursor as resume_cursor
 from streamfold._resume import drivers as resumable
-from streamfold._resume.drivers import _id_key, _make_cursor
+from streamfold._resume.cursor import _id_key, _make_cursor
 
 
 def oc(kind: str, event_id: str | None = None, **payload: Any) -> bytes:
@@ -265,7 +266,7 @@ def test_ids_no_longer_remembered_are_dropped_by_their_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Only the last two ids are remembered: the older replays sort below the cursor.
-    monkeypatch.setattr(resumable, "_IDS_KEPT", 2)
+    monkeypatch.setattr(resume_cursor, "_IDS_KEPT", 2)
     events = onecortex_events(["evt_1", "evt_2", "evt_3", "evt_4", "evt_5"])
     server = Server([[*events[:4], DROP], events])
     assert fold(server) == whole(events)
@@ -422,6 +423,17 @@ def test_a_retryable_status_on_reconnection_is_retried() -> None:
     events = onecortex_events(["1", "2", "3", "4", "5"])
     busy = sf.StreamError("busy", status=503, retry_after=0.0)
     server = Server([[events[0], DROP], [busy], events[1:]])
+    assert fold(server).text == "".join(TEXT)
+    assert [c.attempt for c in server.cursors] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("status", [409, 501, 529])
+def test_a_reconnection_retries_what_sf_stream_retries(status: int) -> None:
+    # One rule for every retry (``retry_kind``): Anthropic's 529 "overloaded", a conflict and
+    # any other 5xx are worth another request on a reconnection as on a first request.
+    events = onecortex_events(["1", "2", "3", "4", "5"])
+    refused = sf.StreamError("later", status=status, retry_after=0.0)
+    server = Server([[events[0], DROP], [refused], events[1:]])
     assert fold(server).text == "".join(TEXT)
     assert [c.attempt for c in server.cursors] == [0, 1, 2]
 
