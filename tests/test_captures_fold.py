@@ -207,6 +207,7 @@ def check_fragment(path: Path, chunks: list[bytes], expected: dict[str, Any]) ->
     with pytest.raises(sf.StreamError) as info:
         sf.fold([head, *chunks], provider=provider)
     check_error(info.value, expected["error"], capture_id(path))
+    assert info.value.partial is not None
     assert info.value.partial.text == expected["message"]["blocks"][0]["text"]
     assert info.value.retryable_without_duplicate is False
 

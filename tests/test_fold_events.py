@@ -105,6 +105,7 @@ def test_input_ending_before_the_terminal_event_raises_with_the_partial() -> Non
     with pytest.raises(sf.IncompleteStreamError) as info:
         folder.result()
     partial = info.value.partial
+    assert partial is not None
     assert partial.text == "The answer is"
     assert not partial.complete
     call = partial.tool_calls[0]
@@ -123,6 +124,7 @@ def test_an_open_call_whose_text_happens_to_be_valid_is_still_incomplete_at_eof(
     events.append(BlockDelta(index=0, kind="tool_call", text="{}"))
     with pytest.raises(sf.IncompleteStreamError) as info:
         fold(events)
+    assert info.value.partial is not None
     call = info.value.partial.tool_calls[0]
     assert (call.complete, call.arguments) == (False, None)
     assert call.error
@@ -139,6 +141,7 @@ def test_every_started_choice_must_end() -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         fold(events)
     partial = info.value.partial
+    assert partial is not None
     assert [c.text for c in partial.choices] == ["a", "b"]
     assert [c.finish_reason for c in partial.choices] == ["stop", None]
     assert fold([*events, end(choice=1)]).complete
@@ -156,6 +159,7 @@ def test_a_durable_run_needs_its_terminal_status() -> None:
     assert not folder.complete
     with pytest.raises(sf.IncompleteStreamError) as info:
         folder.result()
+    assert info.value.partial is not None
     assert info.value.partial.status == "completing"
     assert info.value.partial.text == "done"
     folder.add(RunStatus(status="completed", run_id="run-1", terminal=True))
@@ -215,6 +219,7 @@ def test_stream_error_partial_marks_open_calls_and_keeps_text() -> None:
     error = sf.StreamError("cut", code="api_error")
     folder.annotate_error(error)
     partial = error.partial
+    assert partial is not None
     assert partial.text == "Let me check."
     assert partial.tool_calls[0].arguments is None
     assert partial.tool_calls[0].complete is False
@@ -227,6 +232,7 @@ def test_error_object_is_read_from_the_error_frame() -> None:
     folder = feed([MessageStart()])
     error = sf.StreamError("Internal", code="api_error", raw=frame)
     folder.annotate_error(error)
+    assert error.partial is not None
     assert error.partial.error == {"type": "api_error"}
 
 
@@ -234,6 +240,7 @@ def test_protocol_error_gets_the_partial() -> None:
     folder = feed([MessageStart(), *text_block(0, "so far")])
     error = sf.ProtocolError("bad bytes")
     folder.annotate_error(error)
+    assert error.partial is not None
     assert error.partial.text == "so far"
 
 
@@ -296,6 +303,7 @@ def test_a_platform_run_waiting_on_a_call_is_a_tool_turn_until_it_moves_on(
     assert folder.snapshot().finish_reason == "tool_calls"
     with pytest.raises(sf.IncompleteStreamError) as info:
         folder.result()
+    assert info.value.partial is not None
     assert info.value.partial.finish_reason == "tool_calls"
     folder.add(RunStatus(status="completed", run_id="run-1", terminal=True))
     m = folder.result()
@@ -791,6 +799,7 @@ def test_waiting_run_exposes_its_pending_call() -> None:
     assert pending.complete
     with pytest.raises(sf.IncompleteStreamError) as info:
         folder.result()
+    assert info.value.partial is not None
     assert info.value.partial.pending_tool_call == pending
     folder.add(RunStatus(status="running", run_id="run-123"))
     folder.add(end())
@@ -813,6 +822,7 @@ def test_onecortex_result_must_equal_the_joined_text() -> None:
     assert "differs" in m.warnings[0]
     with pytest.raises(sf.ProtocolError) as info:
         fold(bad, "onecortex", strict=True)
+    assert info.value.partial is not None
     assert info.value.partial.text == "You said: hello"
     assert info.value.provider == "onecortex"
 

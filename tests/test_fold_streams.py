@@ -107,6 +107,7 @@ def _openai_no_finish(m: Message) -> None:
 
 @case("openai_cut", "openai", sse(*OPENAI_TEXT[:2]), sf.IncompleteStreamError)
 def _openai_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     assert e.partial.text == "Hel"
     assert not e.partial.complete
 
@@ -143,6 +144,7 @@ def _openai_tools(m: Message) -> None:
 
 @case("openai_tool_cut", "openai", sse(*OPENAI_TOOLS[:2]), sf.IncompleteStreamError)
 def _openai_tool_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     call = e.partial.tool_calls[0]
     assert (call.arguments, call.complete, call.arguments_json) == (None, False, '{"ci')
     assert call.error
@@ -166,6 +168,7 @@ def _openai_length(m: Message) -> None:
 def _openai_error(e: sf.StreamError) -> None:
     assert (e.message, e.code) == ("Token limit", 400)
     assert e.retryable_without_duplicate is False
+    assert e.partial is not None
     assert e.partial.text == "Hel"
     assert e.partial.error == {"message": "Token limit", "code": 400}
 
@@ -178,6 +181,7 @@ def _openai_error(e: sf.StreamError) -> None:
 )
 def _openai_error_first(e: sf.StreamError) -> None:
     assert e.retryable_without_duplicate is True
+    assert e.partial is not None
     assert e.partial.text == ""
 
 
@@ -317,6 +321,7 @@ def _cohere_tools(m: Message) -> None:
 
 @case("cohere_v2_cut_before_message_end", "cohere-v2", sse(*COHERE_TOOLS), sf.IncompleteStreamError)
 def _cohere_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     assert e.partial.tool_plan == "I will check."
     assert [c.arguments for c in e.partial.tool_calls] == [{"tz": "UTC"}, {}]
 
@@ -378,6 +383,7 @@ def _cohere_length(m: Message) -> None:
 def _cohere_error(e: sf.StreamError) -> None:
     assert e.code == "INVALID_TOOL_GENERATION"
     assert e.retryable_without_duplicate is False  # the plan was shown
+    assert e.partial is not None
     assert e.partial.tool_plan == "I will inspect."
     assert e.partial.finish_reason == "error"
 
@@ -419,6 +425,7 @@ def _cohere_v1(m: Message) -> None:
     sf.IncompleteStreamError,
 )
 def _cohere_v1_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     assert e.partial.text == "Arr"
 
 
@@ -514,6 +521,7 @@ def _anthropic_max_tokens(m: Message) -> None:
 
 @case("anthropic_cut", "anthropic", sse(*ANTHROPIC_TOOL), sf.IncompleteStreamError)
 def _anthropic_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     assert e.partial.text == "Checking 🥁"
     assert e.partial.tool_calls[0].complete is False
     assert e.partial.usage is not None
@@ -534,6 +542,7 @@ def _anthropic_cut(e: sf.IncompleteStreamError) -> None:
 def _anthropic_error(e: sf.StreamError) -> None:
     assert (e.code, e.message) == ("overloaded_error", "Overloaded")
     assert e.retryable_without_duplicate is False
+    assert e.partial is not None
     assert e.partial.text == "Checking 🥁"
     assert e.partial.error == {"type": "overloaded_error", "message": "Overloaded"}
 
@@ -740,6 +749,7 @@ def _gemini_safety(m: Message) -> None:
 
 @case("gemini_cut", "gemini", sse(*GEMINI_TOOL[:3], crlf=True), sf.IncompleteStreamError)
 def _gemini_cut(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     assert e.partial.text == "Let me check."
 
 
@@ -756,6 +766,7 @@ def _gemini_cut(e: sf.IncompleteStreamError) -> None:
 def _gemini_error(e: sf.StreamError) -> None:
     assert e.message == "overloaded"
     assert e.retryable_without_duplicate is False
+    assert e.partial is not None
     assert e.partial.text == "Let me "
 
 
@@ -853,6 +864,7 @@ def _onecortex_mismatch(m: Message) -> None:
 def _onecortex_error(e: sf.StreamError) -> None:
     assert e.code == "agent_error"
     assert e.retryable_without_duplicate is False
+    assert e.partial is not None
     assert e.partial.text == "You said"
     assert e.partial.steps[0].complete is False
 
@@ -945,12 +957,14 @@ def _clouisle_unanswered_completed(m: Message) -> None:
 )
 def _clouisle_waiting_on_call(e: sf.IncompleteStreamError) -> None:
     # The one call the client must act on: the question the run waits for.
+    assert e.partial is not None
     assert (e.partial.status, e.partial.finish_reason) == ("waiting", "tool_calls")
     assert e.partial.metadata == {"run_id": "run-1", "conversation_id": "conv-1"}
 
 
 @case("clouisle_run_not_ended", "clouisle", sse(*CLOUISLE), sf.IncompleteStreamError)
 def _clouisle_open_run(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     assert e.partial.text == "Here it is."
     assert e.partial.status == "running"
 
@@ -975,6 +989,7 @@ def _clouisle_open_run(e: sf.IncompleteStreamError) -> None:
     sf.IncompleteStreamError,
 )
 def _clouisle_waiting(e: sf.IncompleteStreamError) -> None:
+    assert e.partial is not None
     pending = e.partial.pending_tool_call
     assert e.partial.status == "waiting"
     assert pending is not None
@@ -1118,6 +1133,7 @@ def test_protocol_error_carries_the_partial() -> None:
     body = sse(*OPENAI_TEXT[:2]) + b"data: {not json\n\n"
     with pytest.raises(sf.ProtocolError) as info:
         sf.fold([body], provider="openai")
+    assert info.value.partial is not None
     assert info.value.partial.text == "Hel"
     assert info.value.provider == "openai"
 
@@ -1141,6 +1157,7 @@ def test_an_event_over_the_limit_names_provider_and_frame(provider: ProviderName
         assert info.value.position == len(sse(*OPENAI_TEXT[:2])) + 6 + 1000
     with pytest.raises(sf.ProtocolError) as info:
         sf.fold([body], provider=provider, max_event_bytes=1000)
+    assert info.value.partial is not None
     assert info.value.partial.text == "Hel"
 
 
@@ -1271,6 +1288,7 @@ def test_a_stream_cut_short_with_the_right_provider_has_no_such_hint(
 def test_strict_fold_raises_on_the_onecortex_mismatch() -> None:
     with pytest.raises(sf.ProtocolError) as info:
         sf.fold([CASES["onecortex_result_mismatch"].body], provider="onecortex", strict=True)
+    assert info.value.partial is not None
     assert info.value.partial.text == "You said: hello"
     assert info.value.position is not None
 
@@ -1381,6 +1399,7 @@ def test_a_json_line_cut_by_the_end_of_input_is_an_incomplete_stream(cuts: list[
     reads = [V1_CUT[a:b] for a, b in itertools.pairwise(bounds)]
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold(reads, provider="cohere-v1")
+    assert info.value.partial is not None
     assert info.value.partial.text == "Hi"
     assert "last line without its newline" in str(info.value)
     with pytest.raises(sf.IncompleteStreamError) as raised:

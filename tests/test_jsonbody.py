@@ -475,6 +475,7 @@ def test_a_catch_up_without_sequences_is_not_continued() -> None:
     with pytest.raises(sf.IncompleteStreamError, match="carry no sequence number") as caught:
         sf.fold_resumable(connect, "clouisle", catch_up=catch_up(items))
     # Retrieval, then a reasoning block opened: what the five events gave.
+    assert caught.value.partial is not None
     assert caught.value.partial.sources == [{"citation_id": "s1", "content": "Föhn."}]
     assert [b.kind for b in caught.value.partial.blocks] == ["reasoning"]
 
@@ -522,4 +523,5 @@ def test_a_silent_live_stream_after_a_catch_up_says_where_the_run_stood(
     assert isinstance(silence, sf.IdleTimeoutError)
     # The catch-up's 6 events, each counted once; the live stream sent nothing.
     assert (silence.frames, silence.position, silence.connection) == (6, 0, 2)
+    assert caught.value.partial is not None
     assert caught.value.partial.reasoning == "Il faut la météo "

@@ -125,6 +125,7 @@ def test_a_lost_connection_is_written_as_an_error_then_raised() -> None:
             out += chunk
     with pytest.raises(sf.StreamError, match="peer closed") as info:
         sf.fold([out], provider="anthropic")
+    assert info.value.partial is not None
     assert info.value.partial.text == "Hi"
 
 

@@ -135,6 +135,7 @@ def test_a_resumed_stream_remembers_the_content_of_earlier_connections() -> None
         list(sf.events_resumable(connect, provider="onecortex", initial_delay=0.001))
     with pytest.raises(sf.StreamError) as from_fold:
         sf.fold_resumable(connect, provider="onecortex", initial_delay=0.001)
+    assert from_fold.value.partial is not None
     assert from_fold.value.partial.text == "Un "
     assert from_events.value.retryable_without_duplicate is False
     assert from_fold.value.retryable_without_duplicate is False

@@ -158,6 +158,8 @@ def test_an_in_stream_error_is_the_targets_error(target: ProviderName) -> None:
         sf.fold([body], provider=target)
     assert info.value.message == source_error.message
     assert info.value.code == source_error.code
+    assert info.value.partial is not None
+    assert source_error.partial is not None
     assert info.value.partial.text == source_error.partial.text
 
 

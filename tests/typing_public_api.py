@@ -130,9 +130,12 @@ def errors(chunks: list[bytes]) -> None:
     try:
         sf.fold(chunks, provider="openai")
     except sf.ConnectionLostError as err:
-        print(err.partial.text, err.__cause__)
+        assert_type(err.partial, sf.Message | None)  # None from sf.events, which folds nothing
+        if err.partial is not None:
+            print(err.partial.text, err.__cause__)
     except sf.IncompleteStreamError as err:
-        print(err.partial.text, err.partial.tool_calls, err.provider, err.position)
+        if err.partial is not None:
+            print(err.partial.text, err.partial.tool_calls, err.provider, err.position)
     except sf.StreamError as err:
         assert_type(err.code, str | int | None)
         assert_type(err.message, str)
@@ -140,7 +143,7 @@ def errors(chunks: list[bytes]) -> None:
         assert_type(err.status, int | None)
         assert_type(err.retry_after, float | None)
         assert_type(err.retryable_without_duplicate, bool)
-        print(err.raw, err.partial.finish_reason)
+        print(err.raw, err.partial.finish_reason if err.partial else None)
     except sf.ProtocolError as err:
         assert_type(err.provider, str | None)
         assert_type(err.position, int | None)

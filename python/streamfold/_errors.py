@@ -6,7 +6,10 @@ Messages say where: the provider, the event and its position in the stream.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ._message import Message
 
 __all__ = [
     "ConnectionLostError",
@@ -30,9 +33,9 @@ class StreamfoldError(Exception):
     holds for every error.
     """
 
-    #: The ``Message`` folded so far (``Any``: a fold's errors always have one, and strict code
-    #: reads ``err.partial.text`` without a check); ``None`` when nothing was folded.
-    partial: Any = None
+    #: The ``Message`` folded so far; ``None`` when nothing was folded (``sf.events``,
+    #: ``JsonAccumulator``). A fold's errors always have one.
+    partial: Message | None = None
     #: How many requests ``sf.stream`` / ``sf.astream`` made before raising this error when
     #: opening the stream: 1, plus the retries of a refused first request (``max_retries``).
     attempts: int = 1
@@ -64,7 +67,7 @@ class ProtocolError(StreamfoldError, ValueError):
         limit: int | None = None,
         events: list[Any] | None = None,
         raw: Any = None,
-        partial: Any = None,
+        partial: Message | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -112,7 +115,7 @@ class IncompleteStreamError(StreamfoldError):
         message: str,
         *,
         provider: str | None = None,
-        partial: Any = None,
+        partial: Message | None = None,
         position: int | None = None,
     ) -> None:
         super().__init__(message)
@@ -152,7 +155,7 @@ class IdleTimeoutError(StreamfoldError, TimeoutError):
         frames: int = 0,
         last_event_id: str = "",
         connection: int = 1,
-        partial: Any = None,
+        partial: Message | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -209,7 +212,7 @@ class StreamError(StreamfoldError):
         code: str | int | None = None,
         provider: str | None = None,
         raw: Any = None,
-        partial: Any = None,
+        partial: Message | None = None,
         status: int | None = None,
         retryable_without_duplicate: bool = False,
         position: int | None = None,

@@ -208,6 +208,7 @@ def test_output_truncated_gives_a_cut_stream_its_finish() -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([stream], P)
     partial = info.value.partial
+    assert partial is not None
     assert (partial.text, partial.complete) == ("Cut", False)
     assert (partial.finish_reason, partial.raw_finish_reason) == ("length", "output_truncated")
     ended = sf.fold([stream + sse(("message_end", {"status": "completed"}))], P, strict=True)
@@ -547,6 +548,7 @@ def test_a_run_waiting_on_ask_user_asks_the_client_until_it_completes() -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([sse(*ASKING)], P)
     partial = info.value.partial
+    assert partial is not None
     assert (partial.status, partial.finish_reason) == ("waiting", "tool_calls")
     assert partial.pending_tool_call is not None
     assert partial.pending_tool_call.name == "ask_user"
@@ -735,6 +737,7 @@ def test_a_run_cut_in_its_second_round_has_no_finish_yet() -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([stream], P, strict=True)
     partial = info.value.partial
+    assert partial is not None
     assert (partial.complete, partial.finish_reason, partial.raw_finish_reason) == (
         False,
         None,
@@ -764,6 +767,7 @@ def test_output_truncated_in_an_earlier_round_does_not_end_the_run() -> None:
     cut = sse(*frames[:9])
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([cut], P)
+    assert info.value.partial is not None
     assert info.value.partial.finish_reason == "length"
 
 
@@ -873,6 +877,7 @@ def test_the_iteration_cap_survives_a_cut_and_a_run_end_without_message_end() ->
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([sse(*CAPPED[:6])], P)
     partial = info.value.partial
+    assert partial is not None
     assert (partial.finish_reason, partial.raw_finish_reason) == ("other", "iteration_cap_reached")
     ended = sf.fold([sse(*CAPPED[:6], CAPPED[7])], P, strict=True)
     assert (ended.finish_reason, ended.raw_finish_reason, ended.complete) == (
@@ -1069,6 +1074,7 @@ def test_a_workflow_stream_folds() -> None:
 def test_a_workflow_stream_cut_or_failed() -> None:
     with pytest.raises(sf.IncompleteStreamError) as cut:
         sf.fold([sse(*WORKFLOW[:6])], P)
+    assert cut.value.partial is not None
     assert (cut.value.partial.text, cut.value.partial.complete) == ("Order A-1 ", False)
     failed = sse(
         *WORKFLOW[:6],
@@ -1262,10 +1268,12 @@ def test_output_truncated_then_a_later_turn_in_one_round() -> None:
     assert (message.finish_reason, message.raw_finish_reason) == ("stop", None)
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([stream[: stream.index(b"event: content_delta")]], P)
+    assert info.value.partial is not None
     assert info.value.partial.finish_reason == "length"  # cut before the next turn
     cut = stream[: stream.index(b"event: message_end")]
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([cut], P)
+    assert info.value.partial is not None
     assert info.value.partial.finish_reason is None  # the next turn began
     # Text right after the truncation is the next turn too.
     again = sse(
@@ -1390,6 +1398,7 @@ def test_a_run_message_end_in_a_resumed_workflow_stream_is_not_its_end() -> None
     cut = sse(*head)
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([cut], provider=P)
+    assert info.value.partial is not None
     assert info.value.partial.text == "Order A-1 "
     with pytest.raises(sf.IncompleteStreamError):
         list(sf.events([cut], provider=P))

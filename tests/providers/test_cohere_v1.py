@@ -543,6 +543,7 @@ def test_an_error_finish_at_the_top_raises_with_the_response_reason() -> None:
     with pytest.raises(sf.StreamError, match=r"ERROR \(response\.finish_reason TIMEOUT\)") as info:
         sf.fold([stream], provider=P)
     assert (info.value.code, info.value.raw_finish_reason) == ("ERROR", "TIMEOUT")
+    assert info.value.partial is not None
     assert info.value.partial.text == "Hal"
     assert info.value.partial.raw_finish_reason == "TIMEOUT"
 

@@ -392,6 +392,7 @@ def test_partial_keeps_the_finish_announced_before_the_cut(stop: str, finish: st
     stream = anthropic_cut_after_message_delta(stop)
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([stream], provider="anthropic")
+    assert info.value.partial is not None
     check_announced(info.value.partial, stop, finish)
     check_announced(events_folded([stream], "anthropic"), stop, finish)
     announced = run(stream, "anthropic").of(MessageDelta)
@@ -404,6 +405,7 @@ def test_announced_finish_whatever_the_chunking(data: st.DataObject) -> None:
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=40))
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold(split_at(stream, cuts), provider="anthropic")
+    assert info.value.partial is not None
     check_announced(info.value.partial, "max_tokens", "length")
 
 
@@ -438,6 +440,7 @@ def test_capture_cut_before_message_stop_keeps_max_tokens(seed: int) -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold(chunks, provider="anthropic")
     partial = info.value.partial
+    assert partial is not None
     assert (partial.finish_reason, partial.raw_finish_reason) == ("length", "max_tokens")
     assert partial.usage is not None and partial.usage.output_tokens == 124
     folded = events_folded(chunks, "anthropic")

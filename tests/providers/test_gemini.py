@@ -970,6 +970,7 @@ def test_partial_args_path_it_cannot_read_is_a_protocol_error(
     with pytest.raises(sf.ProtocolError, match="partialArgs jsonPath") as info:
         sf.fold(reads, provider=provider)
     assert (info.value.provider, info.value.position) == ("gemini", 1)
+    assert info.value.partial is not None
     assert info.value.partial.tool_calls[0].name == "f"
     with pytest.raises(sf.ProtocolError, match="partialArgs jsonPath"):
         list(sf.events(reads, provider=provider))

@@ -490,6 +490,7 @@ def test_steps_nested_thousands_deep_fold_without_recursion_error() -> None:
     assert pickle.loads(pickle.dumps(message)) == message and repr(message)
     with pytest.raises(sf.ProtocolError, match="levels deep") as info:
         sf.fold([nested_steps(3000)], provider=P, strict=True)
+    assert info.value.partial is not None
     assert len(info.value.partial.steps) == 1
 
 

@@ -941,6 +941,7 @@ def test_a_stream_cut_before_any_finish_says_nothing_of_done() -> None:
     # Still an incomplete stream: the missing finish is the error, not the missing [DONE].
     with pytest.raises(sf.IncompleteStreamError) as caught:
         sf.fold([sse(chunk(choice(content="x")))], provider="openai")
+    assert caught.value.partial is not None
     assert not any("[DONE]" in w for w in caught.value.partial.warnings)
 
 

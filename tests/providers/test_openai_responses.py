@@ -829,6 +829,7 @@ def test_held_reasoning_joins_the_partial_message_when_the_stream_breaks() -> No
     cut = body[: body.index(b"event: response.output_item.done")]
     with pytest.raises(sf.IncompleteStreamError) as info:
         sf.fold([cut], P)
+    assert info.value.partial is not None
     assert info.value.partial.reasoning == "\n\none"
 
 
