@@ -19,12 +19,19 @@ __all__ = [
     "has_split_pair",
     "json_frame",
     "learn_cut",
+    "register_errors",
 ]
 
 __version__: str
 
 def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
 def has_split_pair(text: str) -> bool: ...
+def register_errors(
+    protocol: type[Exception],
+    invalid_event_json: type[Exception],
+    invalid_json: type[Exception],
+    incomplete_json: type[Exception],
+) -> None: ...
 def json_frame(head: bytes, text: str, tail: bytes) -> bytes:
     """``head`` + ``text`` escaped as the inside of a JSON string + ``tail``."""
 

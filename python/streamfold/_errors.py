@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._core import register_errors
+
 if TYPE_CHECKING:
     from ._message import Message
 
@@ -307,3 +309,7 @@ def add_hint(exc: _E, hint: str, detected: str | None) -> _E:
     exc.hint = hint
     exc.detected_provider = detected
     return exc
+
+
+# The core raises these classes: it is handed them once, here, and never looks one up by name.
+register_errors(ProtocolError, InvalidEventJsonError, InvalidJsonError, IncompleteJsonError)

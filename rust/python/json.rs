@@ -13,26 +13,9 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 
-use super::errors::make_error;
+use super::errors::json_error;
 use super::sse::parse_json;
 use crate::json::{Accumulator, ErrorKind, Events, JsonError, Literal, Scanner};
-
-#[cold]
-fn json_error(py: Python<'_>, err: &JsonError) -> PyErr {
-    let name = if err.is_invalid() {
-        "InvalidJsonError"
-    } else {
-        "IncompleteJsonError"
-    };
-    let kwargs: Vec<(&str, Bound<'_, PyAny>)> = [
-        ("offset", err.offset.into_bound_py_any(py)),
-        ("expected", err.expected.into_bound_py_any(py)),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.ok().map(|v| (k, v)))
-    .collect();
-    make_error(py, name, &err.to_string(), &kwargs)
-}
 
 #[cold]
 fn internal(what: &str) -> PyErr {

@@ -17,6 +17,8 @@ mod _core {
     #[pymodule_export]
     use super::encode::{encode_sse, encode_sse_comment, json_frame};
     #[pymodule_export]
+    use super::errors::register_errors;
+    #[pymodule_export]
     use super::json::{JsonAccumulator, JsonChange};
     #[pymodule_export]
     use super::learn::learn_cut;

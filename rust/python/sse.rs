@@ -18,7 +18,7 @@ use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 
-use super::errors::make_error;
+use super::errors::{event_json_error, line_exception, sse_exception, LineError};
 use super::slots::SlotBuilder;
 use super::spare_list::SpareList;
 use super::template::TemplateCut;
@@ -274,30 +274,9 @@ impl ServerSentEvent {
         Bound::new(py, event).map(|e| e.into_any().unbind())
     }
 
-    /// The `ProtocolError` of a payload that is not JSON, placed by jiter's error: an
-    /// `InvalidEventJsonError`, also the `json.JSONDecodeError` httpx-sse's `json()` raises.
     #[cold]
     fn not_json(&self, py: Python<'_>, e: &jiter::JsonError) -> PyErr {
-        let msg = format!(
-            "data of event {:?} is not valid JSON: {} at byte {} of the data",
-            self.event.bind(py).to_string(),
-            e.error_type,
-            e.index
-        );
-        let byte = match e.index.into_bound_py_any(py) {
-            Ok(byte) => byte,
-            Err(err) => return err,
-        };
-        make_error(
-            py,
-            "InvalidEventJsonError",
-            &msg,
-            &[
-                ("event", self.event.bind(py).clone().into_any()),
-                ("doc", self.data(py).into_any()),
-                ("byte", byte),
-            ],
-        )
+        event_json_error(py, self.event.bind(py), self.data(py), e)
     }
 
     /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
@@ -785,16 +764,6 @@ impl Armed {
     }
 }
 
-fn sse_exception<'py>(py: Python<'py>, err: SseError, events: Bound<'py, PyList>) -> PyErr {
-    let SseError::EventTooLarge { limit, offset } = err;
-    let mut kwargs = vec![("events", events.into_any())];
-    if let (Ok(position), Ok(limit)) = (offset.into_bound_py_any(py), limit.into_bound_py_any(py)) {
-        kwargs.push(("position", position));
-        kwargs.push(("limit", limit));
-    }
-    make_error(py, "ProtocolError", &err.to_string(), &kwargs)
-}
-
 /// Incremental `text/event-stream` decoder (WHATWG rules, UTF-8 always).
 #[pyclass(frozen, module = "streamfold")]
 pub struct SSEDecoder {
@@ -1210,43 +1179,6 @@ impl SSEDecoder {
     fn max_event_bytes(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(self.lock(py)?.decoder.max_event_bytes())
     }
-}
-
-enum LineError {
-    Frame(jsonl::JsonLinesError),
-    Json {
-        line: u64,
-        offset: u64,
-        message: String,
-    },
-}
-
-fn line_exception<'py>(py: Python<'py>, err: LineError, values: Bound<'py, PyList>) -> PyErr {
-    let (message, line, offset, limit) = match err {
-        LineError::Frame(e) => {
-            let jsonl::JsonLinesError::LineTooLong {
-                limit,
-                line,
-                offset,
-            } = e;
-            (e.to_string(), line, offset, Some(limit))
-        }
-        LineError::Json {
-            line,
-            offset,
-            message,
-        } => (message, line, offset, None),
-    };
-    let mut kwargs = vec![("events", values.into_any())];
-    for (name, value) in [("line", Some(line)), ("position", Some(offset))] {
-        if let Ok(v) = value.into_bound_py_any(py) {
-            kwargs.push((name, v));
-        }
-    }
-    if let Some(Ok(limit)) = limit.map(|l| l.into_bound_py_any(py)) {
-        kwargs.push(("limit", limit));
-    }
-    make_error(py, "ProtocolError", &message, &kwargs)
 }
 
 /// The value of one line, or its `LineError` when it is not JSON. Lone surrogate escapes are
