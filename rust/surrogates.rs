@@ -1,4 +1,5 @@
-//! Finding a character cut in two: a high surrogate directly followed by a low one, in the
+//! Surrogates, in one place: what a high and a low one are, the character a pair makes, and
+//! finding a character cut in two (a high surrogate directly followed by a low one) in the
 //! code units of a Python `str` (2 or 4 bytes each).
 //!
 //! A host that slices its text by UTF-16 units (JavaScript servers) can send an emoji as
@@ -13,12 +14,19 @@
 /// Units looked at per block of the first pass.
 const BLOCK: usize = 64;
 
-fn is_high(unit: u32) -> bool {
+/// A UTF-16 high (leading) surrogate.
+pub fn is_high(unit: u32) -> bool {
     unit & !0x3FF == 0xD800
 }
 
-fn is_low(unit: u32) -> bool {
+/// A UTF-16 low (trailing) surrogate.
+pub fn is_low(unit: u32) -> bool {
     unit & !0x3FF == 0xDC00
+}
+
+/// The character a high and a low surrogate make together.
+pub fn combine(high: u32, low: u32) -> u32 {
+    0x1_0000 + ((high - 0xD800) << 10) + (low - 0xDC00)
 }
 
 /// Whether some high surrogate in `units` is directly followed by a low one.

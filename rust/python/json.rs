@@ -16,6 +16,7 @@ use pyo3::IntoPyObjectExt;
 use super::errors::json_error;
 use super::sse::parse_json;
 use crate::json::{Accumulator, ErrorKind, Events, JsonError, Literal, Scanner};
+use crate::surrogates;
 
 #[cold]
 fn internal(what: &str) -> PyErr {
@@ -23,11 +24,11 @@ fn internal(what: &str) -> PyErr {
 }
 
 fn is_high_surrogate(unit: u16) -> bool {
-    (0xD800..=0xDBFF).contains(&unit)
+    surrogates::is_high(unit.into())
 }
 
 fn is_low_surrogate(unit: u16) -> bool {
-    (0xDC00..=0xDFFF).contains(&unit)
+    surrogates::is_low(unit.into())
 }
 
 /// Decoded string text not yet handed to Python. Lone surrogates (legal in JSON escapes, as
@@ -61,7 +62,7 @@ impl TextBuf {
     fn push_unit(&mut self, unit: u16) {
         if let Some(high) = self.high.take() {
             if is_low_surrogate(unit) {
-                let c = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                let c = surrogates::combine(high.into(), unit.into());
                 self.push_char(c);
                 return;
             }
