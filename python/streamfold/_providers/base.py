@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, overload
 
 from .._core import ServerSentEvent, TemplateCut
 from .._errors import ProtocolError
@@ -59,6 +59,19 @@ class Provider(ABC):
     #: How the bytes are framed.
     framing: ClassVar[Framing] = "sse"
 
+    if TYPE_CHECKING:
+        # Instance attributes (set in ``__init__``), declared to the type checkers as
+        # properties: ``auto`` makes them properties that read its chosen provider's, and
+        # pyright does not let a property override a declared variable.
+        @property
+        def sequence(self) -> int | None: ...
+        @sequence.setter
+        def sequence(self, value: int | None) -> None: ...
+        @property
+        def text_direct(self) -> tuple[Any, Callable[[str], None] | None] | None: ...
+        @text_direct.setter
+        def text_direct(self, value: tuple[Any, Callable[[str], None] | None] | None) -> None: ...
+
     def __init__(self, *, strict: bool = False) -> None:
         self.strict = strict
         #: 0-based number of the frame being handled, for error messages.
@@ -66,7 +79,7 @@ class Provider(ABC):
         #: The terminal event has been seen: the stream's outcome is decided.
         self.terminal_seen = False
         #: The provider's resume cursor (Clouisle ``sequence``, Responses ``sequence_number``).
-        self.sequence: int | None = None
+        self.sequence = None
         #: Whether the provider may learn chunk templates (``_chunk_template``) to read its
         #: commonest payloads without a parse. Off, every payload is parsed: the slow, plainly
         #: correct reading that the tests compare the templated one with.
@@ -80,7 +93,7 @@ class Provider(ABC):
         self.text_flush: Callable[[list[Event]], None] | None = None
         #: ``(key, append)`` from the last ``direct_text``; the fold resets it to ``None``
         #: whenever it folds an event, since any event may change where text goes.
-        self.text_direct: tuple[Any, Callable[[str], None] | None] | None = None
+        self.text_direct = None
         #: ``(frame, payload)``: a frame whose data was already parsed (by ``auto``, to detect
         #: the provider), handed over so that its JSON is not parsed twice. Used once.
         self.preparsed: tuple[Any, Any] | None = None
