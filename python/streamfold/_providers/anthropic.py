@@ -161,9 +161,7 @@ def usage_from_anthropic(usage: dict[str, Any]) -> Usage:
             if input_tokens is not None and output_tokens is not None
             else None
         ),
-        reasoning_tokens=(
-            _int(details.get("reasoning_tokens")) if details.__class__ is dict else None
-        ),
+        reasoning_tokens=(_int(details.get("reasoning_tokens")) if type(details) is dict else None),
         cached_tokens=counts[2],
         raw=usage,
     )
@@ -309,7 +307,7 @@ class Anthropic(Provider):
             raise
         if event == "message":
             event = payload.get("type")
-            if event.__class__ is not str:  # a list or an object cannot name an event
+            if type(event) is not str:  # a list or an object cannot name an event
                 event = frame.event
         if self.done_seen:
             self.violation("event after [DONE]", out, event=event, raw=frame)
@@ -386,10 +384,10 @@ class Anthropic(Provider):
     def _message_delta(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._ensure_started(frame, out, "message_delta")
         delta = p.get("delta")
-        if delta.__class__ is dict:
+        if type(delta) is dict:
             self._stop = delta
         usage = p.get("usage")
-        if usage.__class__ is dict:
+        if type(usage) is dict:
             # Cumulative: non-null values replace those of message_start (the SDK's rule).
             merged = dict(self._usage)
             for key, value in usage.items():
@@ -397,8 +395,8 @@ class Anthropic(Provider):
                     merged[key] = value
             self._usage = merged
             out.append(UsageUpdate(usage=usage_from_anthropic(merged), raw=frame))
-        raw_reason = delta.get("stop_reason") if delta.__class__ is dict else None
-        if raw_reason.__class__ is str:
+        raw_reason = delta.get("stop_reason") if type(delta) is dict else None
+        if type(raw_reason) is str:
             # Known now, though message_stop ends the message: a stream cut before it keeps it.
             out.append(
                 MessageDelta(
@@ -434,7 +432,7 @@ class Anthropic(Provider):
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         error = p.get("error")
-        if error.__class__ is not dict:
+        if type(error) is not dict:
             error = p
         message = error.get("message")
         self.terminal_seen = True
@@ -505,7 +503,7 @@ class Anthropic(Provider):
             if kind == "other":
                 self._payloads[index] = block
                 to = block.get("to") if block_type == "fallback" else None
-                model = to.get("model") if to.__class__ is dict else None
+                model = to.get("model") if type(to) is dict else None
                 if model.__class__ is str:
                     # The model the content after this block comes from serves the message.
                     out.append(MessageStart(model=model, continued=True, raw=frame))
