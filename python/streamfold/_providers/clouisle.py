@@ -284,7 +284,7 @@ class Clouisle(Provider):
     def handle(self, frame: Any, out: list[Event]) -> None:
         payload = self.json_object(frame)
         inner = payload.get("payload")
-        if inner.__class__ is dict and ("sequence" in payload or "run_id" in payload):
+        if type(inner) is dict and ("sequence" in payload or "run_id" in payload):
             # A run event as the run stream sends it: the envelope (run_id, sequence,
             # timestamp, round_id, message_id, type) with the event's own fields in
             # ``payload``. Read as one object: the envelope's values win where it has one
@@ -310,18 +310,18 @@ class Clouisle(Provider):
         event_type = frame.event
         if event_type == "message":
             event_type = payload.get("type")
-            if event_type.__class__ is not str:
+            if type(event_type) is not str:
                 # A "type" that names no event (a list, an object, a number): the frame is
                 # Unknown, named as it came, as Anthropic reads such a frame.
                 event_type = frame.event
         sequence = payload.get("sequence")
-        if sequence.__class__ is int and self._workflow:
+        if type(sequence) is int and self._workflow:
             # Workflow nodes that stream (answer, LLM) number their events with their own
             # counter, from 1 again: a workflow sequence is no replay marker. The highest is
             # kept for from_sequence.
             if self.sequence is None or sequence > self.sequence:
                 self.sequence = sequence
-        elif sequence.__class__ is int:
+        elif type(sequence) is int:
             if self.sequence is not None and sequence <= self.sequence:
                 self.violation(
                     f"sequence {sequence} is not above {self.sequence}: a replayed duplicate, "
@@ -756,7 +756,7 @@ class Clouisle(Provider):
     def _token(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         """``token`` (an LLM or answer node's text) and ``chunk``: text, one block per node."""
         text = p.get("token") if "token" in p else p.get("chunk")
-        if text.__class__ is not str:
+        if type(text) is not str:
             raise self.protocol_error(
                 "the node's text is not a string", event=p.get("type"), raw=frame
             )

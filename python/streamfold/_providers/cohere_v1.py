@@ -106,7 +106,7 @@ def _usage(response: dict[str, Any]) -> Usage | None:
     # Any, not Any | None: each is read only once its type is checked (``__class__ is dict``).
     meta: Any = response.get("meta")
     token_count = response.get("token_count")
-    if token_count.__class__ is not dict or (
+    if type(token_count) is not dict or (
         meta.__class__ is dict and meta.get("tokens").__class__ is dict
     ):
         return usage_from_tokens(meta) if meta else None

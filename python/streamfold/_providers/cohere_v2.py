@@ -159,7 +159,7 @@ class CohereV2(Provider):
             return
         payload = self.json_object(frame)
         event_type = payload.get("type")
-        if event_type.__class__ is not str:
+        if type(event_type) is not str:
             event_type = frame.event
         if self.terminal_seen:
             self.violation("event after message-end", out, event=event_type, raw=frame)

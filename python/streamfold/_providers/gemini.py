@@ -278,7 +278,7 @@ class Gemini(Provider):
                         finished = []
                     finished.append((state, reason, candidate.get("finishMessage")))
             usage = chunk.get("usageMetadata")
-            if usage.__class__ is dict and usage != self._usage:
+            if type(usage) is dict and usage != self._usage:
                 self._usage = usage
                 for key in _COUNTS:  # a loop: ``any`` would make a generator per chunk
                     if key in usage:
@@ -289,7 +289,7 @@ class Gemini(Provider):
                     self._finish(state, reason, frame, out, message)
             elif not self._candidates:
                 feedback = chunk.get("promptFeedback")
-                if feedback.__class__ is dict and feedback.get("blockReason"):
+                if type(feedback) is dict and feedback.get("blockReason"):
                     self._blocked(feedback["blockReason"], chunk, frame, out)
         except (AttributeError, TypeError, KeyError) as exc:
             raise self.protocol_error(
@@ -322,7 +322,7 @@ class Gemini(Provider):
                 metadata=dict(self._metadata) or None,
             )
         content = candidate.get("content")
-        parts = content.get("parts") if content.__class__ is dict else None
+        parts = content.get("parts") if type(content) is dict else None
         if parts:
             if state.ended:
                 self.violation(
@@ -816,7 +816,7 @@ def _member_name(quoted: str) -> str | None:
 def _get(root: Any, path: list[str | int]) -> Any:
     node = root
     for step in path:
-        if step.__class__ is int:
+        if type(step) is int:
             if node.__class__ is not list or not 0 <= step < len(node):
                 return None
             node = node[step]
@@ -866,7 +866,7 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
     node: Any = root
     for step, following in itertools.pairwise(path):
         child_default: Any = [] if following.__class__ is int else {}
-        if step.__class__ is int:
+        if type(step) is int:
             _fill_to(node, step)
             if node[step] is None:
                 node[step] = child_default
@@ -874,7 +874,7 @@ def _set(root: dict[str, Any], path: list[str | int], value: Any) -> None:
         else:
             node = node.setdefault(step, child_default)
     last = path[-1]
-    if last.__class__ is int:
+    if type(last) is int:
         _fill_to(node, last)
     node[last] = value
 

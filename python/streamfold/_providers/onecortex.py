@@ -120,7 +120,7 @@ class Onecortex(Provider):
         if not self._started:
             self._started = True
             self.start_message(out, frame)
-        handler = self._ON.get(event_type) if event_type.__class__ is str else None
+        handler = self._ON.get(event_type) if type(event_type) is str else None
         if handler is None:
             self.unknown(event_type, out, frame)
             return
