@@ -112,7 +112,7 @@ class ChunkTemplate:
         self.block = block
         #: The kind of the block the text goes to (an OpenAI-compatible host's ``reasoning``
         #: deltas are read like its ``content`` ones).
-        self.kind = kind
+        self.kind: BlockKind = kind
         # The same cut in UTF-8, for ``read``. ``learn`` makes templates only from text that
         # encodes (no lone surrogate), so this never fails for a learned template.
         self.prefix_b = prefix.encode()
@@ -325,7 +325,7 @@ def _learn_cut(
         for padding in PADDING_KEYS:
             value = chunk.get(padding)
             opening = f'"{padding}"{separator}"{value}"'
-            if value.__class__ is str and rest.count(opening) == 1:
+            if type(value) is str and rest.count(opening) == 1:
                 cut = rest.index(opening) + len(opening) - len(value) - 1
                 head, tail = rest[:cut], rest[cut + len(value) :]
                 padded = {**want, padding: "Zz9"}

@@ -184,11 +184,11 @@ def usage_from_openai(usage: dict[str, Any]) -> Usage:
         total_tokens=_int(usage.get("total_tokens")),
         reasoning_tokens=(
             _int(completion_details.get("reasoning_tokens"))
-            if completion_details.__class__ is dict
+            if type(completion_details) is dict
             else None
         ),
         cached_tokens=(
-            _int(prompt_details.get("cached_tokens")) if prompt_details.__class__ is dict else None
+            _int(prompt_details.get("cached_tokens")) if type(prompt_details) is dict else None
         ),
         raw=usage,
     )
@@ -203,7 +203,7 @@ def _chunk_usage(chunk: dict[str, Any]) -> tuple[Any, str]:
     usage = chunk.get("usage")
     if not usage:
         groq = chunk.get("x_groq")
-        if groq.__class__ is dict:
+        if type(groq) is dict:
             legacy = groq.get("usage")
             if legacy:
                 return legacy, "x_groq.usage"
@@ -534,7 +534,7 @@ class OpenAIChat(Provider):
             key, kind, text = prose
             block = -1
             path: tuple[str | int, ...] = ("choices", 0, "delta", key)
-        elif len(delta) == 1 and calls.__class__ is list and len(calls) == 1:
+        elif len(delta) == 1 and type(calls) is list and len(calls) == 1:
             call = calls[0]
             continued = _continued_block(state, call)
             if continued is None:
@@ -924,7 +924,7 @@ class OpenAIChat(Provider):
         citation = Citation(
             start=None,
             end=None,
-            sources=list(ids) if ids.__class__ is list else [],
+            sources=list(ids) if type(ids) is list else [],
             block=block,
             raw=chunk,
         )
