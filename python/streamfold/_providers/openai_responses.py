@@ -216,12 +216,10 @@ def usage_from_responses(usage: dict[str, Any]) -> Usage:
         output_tokens=_int(usage.get("output_tokens")),
         total_tokens=_int(usage.get("total_tokens")),
         reasoning_tokens=(
-            _int(output_details.get("reasoning_tokens"))
-            if output_details.__class__ is dict
-            else None
+            _int(output_details.get("reasoning_tokens")) if type(output_details) is dict else None
         ),
         cached_tokens=(
-            _int(input_details.get("cached_tokens")) if input_details.__class__ is dict else None
+            _int(input_details.get("cached_tokens")) if type(input_details) is dict else None
         ),
         raw=usage,
     )
@@ -230,7 +228,7 @@ def usage_from_responses(usage: dict[str, Any]) -> Usage:
 def _event_name(p: dict[str, Any], frame: Any) -> str:
     """The payload's ``type``, else the ``event:`` name (as ``handle`` decides)."""
     event = p.get("type")
-    return event if event.__class__ is str else str(frame.event)
+    return event if type(event) is str else str(frame.event)
 
 
 def _part_text(part: Any, kind: BlockKind) -> Any:
@@ -371,12 +369,12 @@ class OpenAIResponses(Provider):
                 return
             raise
         event = payload.get("type")
-        if event.__class__ is not str:
+        if type(event) is not str:
             event = frame.event
         if self.done_seen:
             self.violation("event after [DONE]", out, event=event, raw=frame)
         sequence = payload.get("sequence_number")
-        if sequence.__class__ is int:
+        if type(sequence) is int:
             if self.sequence is not None and sequence <= self.sequence:
                 self.violation(
                     f"sequence_number {sequence} after {self.sequence}", out, event=event, raw=frame
@@ -443,8 +441,8 @@ class OpenAIResponses(Provider):
         raw_reason = status if status.__class__ is str else p["type"].removeprefix("response.")
         if p["type"] == "response.incomplete" or status == "incomplete":
             details = response.get("incomplete_details")
-            cause = details.get("reason") if details.__class__ is dict else None
-            raw_reason = cause if cause.__class__ is str else "incomplete"
+            cause = details.get("reason") if type(details) is dict else None
+            raw_reason = cause if type(cause) is str else "incomplete"
             reason = INCOMPLETE_REASONS.get(raw_reason, "other")
         elif self._open:
             blocks = ", ".join(f"{i} ({kind})" for i, kind in sorted(self._open.items()))
@@ -484,7 +482,7 @@ class OpenAIResponses(Provider):
     def _failed(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         self._release_all(frame, out)  # the held reasoning text belongs to the partial message
         response = p.get("response")
-        error = response.get("error") if response.__class__ is dict else None
+        error = response.get("error") if type(response) is dict else None
         self._raise(error or {"message": "the response failed", "code": "failed"}, frame, "failed")
 
     def _error(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
@@ -581,13 +579,13 @@ class OpenAIResponses(Provider):
         final form from ``response.output`` where it has one. OpenAI sends none for some
         items (``mcp_list_tools``): the finished response closes what is open."""
         output = response.get("output")
-        if output.__class__ is not list:
+        if type(output) is not list:
             output = []
         for output_index, state in self._items.items():
             if not state.done:
                 at = output_index if output_index.__class__ is int else -1
                 item = output[at] if 0 <= at < len(output) else None
-                if item.__class__ is not dict or item.get("type") != state.item_type:
+                if type(item) is not dict or item.get("type") != state.item_type:
                     item = None
                 self._end_item(state, item, frame, out)
 
@@ -631,7 +629,7 @@ class OpenAIResponses(Provider):
         """``output_item.done``: the text of blocks that got none, from the finished item."""
         if state.item_type == "message":
             content = item.get("content")
-            if content.__class__ is not list:
+            if type(content) is not list:
                 return
             for index, (block, kind) in state.parts.items():
                 if 0 <= index < len(content):
@@ -703,12 +701,12 @@ class OpenAIResponses(Provider):
             return
         series, key = REASONING_SERIES[_event_name(p, frame)]
         number = p.get(key)
-        if number.__class__ is not int:  # numbered as they come
+        if type(number) is not int:  # numbered as they come
             summary = series == "summary"
             number = reasoning.summaries if summary else len(reasoning.parts) - reasoning.summaries
         index = self._new_reasoning_part(state, series, number, frame, out)
         part = p.get("part")
-        initial = part.get("text") if part.__class__ is dict else None
+        initial = part.get("text") if type(part) is dict else None
         if initial and initial.__class__ is str:
             reasoning.parts[index].fed = True
             self._reasoning_text(state, index, initial, frame, out)
@@ -750,7 +748,7 @@ class OpenAIResponses(Provider):
         if series_key is not None:
             series, key = series_key
             number = p.get(key)
-            if number.__class__ is int:
+            if type(number) is int:
                 found = reasoning.latest.get((series, number))
                 if found is not None:
                     return found
@@ -811,7 +809,7 @@ class OpenAIResponses(Provider):
             text = p.get("text")
         else:
             part = p.get("part")
-            text = part.get("text") if part.__class__ is dict else None
+            text = part.get("text") if type(part) is dict else None
         index = self._reasoning_part(state, event, p, frame, out)
         self._fill_part(state, index, text, frame, out)
 
@@ -826,7 +824,7 @@ class OpenAIResponses(Provider):
             return
         for series in ("summary", "content"):
             entries = item.get(series)
-            if entries.__class__ is not list:
+            if type(entries) is not list:
                 continue
             for number, entry in enumerate(entries):
                 text = entry.get("text") if entry.__class__ is dict else None
