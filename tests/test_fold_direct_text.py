@@ -1,8 +1,8 @@
-"""The fold's direct text paths change no result: the provider's (``Provider.text_sink``,
-``Folder.text_appender``) and the decoder's (``SSEDecoder.arm``/``feed_folding``, which folds
-text frames in Rust, given ``Folder.text_pieces``). Every stream folds to the same message, or
-raises the same error with the same partial, as when every text delta is made into an event
-and folded; and the paths are taken."""
+"""The fold's direct text path changes no result: the decoder's (``SSEDecoder.arm``/
+``feed_folding``, which folds text frames in Rust, given ``Folder.delta_sink``, and is armed
+again within a read after each frame it hands back). Every stream folds to the same message,
+or raises the same error with the same partial, as when every text delta is made into an event
+and folded; and the path is taken."""
 
 from __future__ import annotations
 
@@ -43,10 +43,9 @@ def slow_outcome(
 
 
 def counting_appender(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the texts that went straight to their block: through the appenders the fold
-    hands out, and the frames the decoder's folding path read."""
+    """Counts the texts that went straight to their block: the frames the decoder's folding
+    path read."""
     counts = [0]
-    real = Folder.text_appender
     real_catch_up = Pipeline.catch_up
 
     def catch_up(self: Pipeline) -> None:
@@ -55,19 +54,6 @@ def counting_appender(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         counts[0] += self.frames_seen - before
 
     monkeypatch.setattr(Pipeline, "catch_up", catch_up)
-
-    def text_appender(self: Folder, choice: int, index: int) -> Callable[[str], None] | None:
-        append = real(self, choice, index)
-        if append is None:
-            return None
-
-        def counted(text: str) -> None:
-            counts[0] += 1
-            append(text)
-
-        return counted
-
-    monkeypatch.setattr(Folder, "text_appender", text_appender)
     return counts
 
 
@@ -327,16 +313,18 @@ def test_text_after_another_block_goes_to_its_new_block(
     provider: ProviderName, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Text, a refusal, text again: the same template reads both runs of text, but the second
-    run belongs to a new block, so the appender of the first must not survive the events."""
-    first = [("text", f" a{i}") for i in range(5)]
-    second = [("text", f" b{i}") for i in range(5)]
+    run belongs to a new block, so the path armed for the first must not survive the events.
+    Runs of 20: ``auto`` chooses the provider (and the path can be armed) at its 16th frame."""
+    first = [("text", f" a{i}") for i in range(20)]
+    second = [("text", f" b{i}") for i in range(20)]
     chunks = per_frame(openai_stream([*first, ("refusal", " no"), *second], finish=True))
     reference = slow_outcome(monkeypatch, chunks, provider)
     counts = counting_appender(monkeypatch)
     got = outcome(chunks, provider)
     assert got == reference
-    assert [b.text for b in got[1].blocks] == [" a0 a1 a2 a3 a4", " no", " b0 b1 b2 b3 b4"]
-    assert counts[0] >= 6
+    texts = ["".join(t for _, t in first), " no", "".join(t for _, t in second)]
+    assert [b.text for b in got[1].blocks] == texts
+    assert counts[0] >= 20
 
 
 @pytest.mark.parametrize("reads", READS)

@@ -9,6 +9,7 @@
 //! the same chunk held after it is kept and comes first from the next `feed` or `close`.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
@@ -21,7 +22,7 @@ use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 use super::errors::{event_json_error, line_exception, sse_exception, LineError};
 use super::slots::SlotBuilder;
 use super::spare_list::SpareList;
-use super::template::TemplateCut;
+use super::template::{NumberedCut, TemplateCut};
 use super::text::{str_from_utf8, OnceStr};
 use crate::jsonl;
 use crate::sse::{self, decode_lossy, EventRef, SseError};
@@ -513,12 +514,29 @@ impl<E> Outbox<E> {
 }
 
 /// What one call decodes: a `bytes` chunk (events may reference it), other bytes (copied
-/// before decoding: a `bytearray` can change under us), or the end of input.
+/// before decoding: a `bytearray` can change under us), nothing (`resume`: only the frames a
+/// stepping call left), or the end of input.
 #[derive(Clone, Copy)]
 enum Input<'a, 'py> {
     Bytes(&'a Bound<'py, PyBytes>),
     Copy(&'a [u8]),
+    Resume,
     End,
+}
+
+/// How a call hands its frames over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every frame, as one list (`feed`, `close`).
+    Plain,
+    /// The fold's (`feed_folding`, `feed_stepping`, `resume`): the armed path folds what it
+    /// reads, and the call stops after a frame the fold must handle first, since handling it
+    /// may arm the path again; the rest waits for `resume`. Unarmed, it stops after a few
+    /// frames, more on each call that stays unarmed (see `FoldingPath::unarmed`).
+    Step,
+    /// `events`' (`feed_events`): the armed path makes its events, and the first frame it
+    /// does not read disarms it for the rest of the call.
+    Events,
 }
 
 struct SseState {
@@ -533,11 +551,21 @@ struct SseState {
     /// decoder's data buffer (see `sse::SseDecoder::hold_data`).
     held: Vec<(usize, Py<PyBytes>)>,
     backlog: Vec<Item<SseError>>,
+    /// The frames a stepping call stopped before (`Mode::Step`), in order, their data in
+    /// buffers of their own: they come first from the next call (`resume`, `feed`, `close`).
+    rest: VecDeque<Step>,
     /// What a call that ends no event returns.
     spare: SpareList,
     /// The folding path (`feed_folding`): frames read as fragments of one open block go
     /// straight to the fold, and no frame object is made for them.
     folding: FoldingPath,
+}
+
+impl SseState {
+    /// No frame waits to be returned (after an error, or where a stepping call stopped).
+    fn idle(&self) -> bool {
+        self.backlog.is_empty() && self.rest.is_empty()
+    }
 }
 
 /// What `arm` set, and what `feed_folding` took since `take_folded` last asked: the frames,
@@ -551,6 +579,12 @@ struct FoldingPath {
     characters: u64,
     /// The events `feed_events` made in the current call, in order.
     made: Vec<Py<PyAny>>,
+    /// The number of the last numbered frame the path read (`Cut::Numbered`).
+    sequence: Option<u64>,
+    /// How many frames the next stepping call makes when it starts unarmed, before it
+    /// stops: 1 after an `arm`, doubled by each such call, so a stretch the fold cannot arm
+    /// costs a few calls per read, not one per frame.
+    unarmed: usize,
 }
 
 /// What the armed path does with a frame.
@@ -579,7 +613,15 @@ impl FoldingPath {
         let Some(armed) = self.armed.as_mut() else {
             return Read::Frame;
         };
-        let read = match armed.fold(py, step, chunk, arena) {
+        let read = armed.fold(py, step, chunk, arena);
+        if let Cut::Numbered {
+            sequence: Some(number),
+            ..
+        } = armed.cut
+        {
+            self.sequence = Some(number);
+        }
+        let read = match read {
             Ok(Folded::Taken(length)) => {
                 self.frames += 1;
                 self.characters += length;
@@ -602,6 +644,17 @@ impl FoldingPath {
         };
         self.armed = None;
         read
+    }
+
+    /// How many frames a stepping call makes before it stops: 1 armed (the frame that
+    /// disarms the path), else `unarmed`, which doubles.
+    fn budget(&mut self) -> usize {
+        if self.armed.is_some() {
+            return 1;
+        }
+        let frames = self.unarmed.max(1);
+        self.unarmed = frames.saturating_mul(2);
+        frames
     }
 
     /// The text delta event of an armed frame, kept in `made`.
@@ -637,12 +690,70 @@ impl FoldingPath {
 /// What `SSEDecoder.arm` set: a frame of type `event` whose data `cut` reads is a fragment
 /// of one block of the fold, which goes to `sink`.
 struct Armed {
-    cut: Py<TemplateCut>,
+    cut: Cut,
     event: Py<PyString>,
     sink: Sink,
     /// Characters the sink may still take (the fold's `max_message_bytes` left): a text past
     /// it is not folded here, so the fold raises its limit's error.
     room: usize,
+}
+
+/// What reads an armed frame's text.
+enum Cut {
+    Plain(Py<TemplateCut>),
+    /// `OpenAI` Responses' deltas, numbered (`sequence_number`): a frame is the armed block's
+    /// text only while its number is above `sequence` (the last one read), as the provider
+    /// checks; one that is not is the provider's to warn about.
+    Numbered {
+        cut: Py<NumberedCut>,
+        sequence: Option<u64>,
+    },
+}
+
+impl Cut {
+    /// `cut` (a `TemplateCut` or a `NumberedCut`), numbered from `sequence`.
+    fn new(cut: &Bound<'_, PyAny>, sequence: Option<u64>) -> PyResult<Self> {
+        if let Ok(plain) = cut.cast::<TemplateCut>() {
+            return Ok(Cut::Plain(plain.clone().unbind()));
+        }
+        Ok(Cut::Numbered {
+            cut: cut.cast::<NumberedCut>()?.clone().unbind(),
+            sequence,
+        })
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self {
+            Cut::Plain(cut) => visit.call(cut),
+            Cut::Numbered { cut, .. } => visit.call(cut),
+        }
+    }
+
+    /// The text `raw` holds, with its number if it has one; `None` for a number that does
+    /// not follow `sequence`.
+    fn text_of<'py>(
+        &self,
+        py: Python<'py>,
+        raw: &[u8],
+    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
+        match self {
+            Cut::Plain(cut) => Ok(cut.get().text_of(py, raw)?.map(|text| (None, text))),
+            Cut::Numbered { cut, sequence } => Ok(cut
+                .get()
+                .text_of(py, raw)?
+                .filter(|(number, _)| match (number, sequence) {
+                    (Some(number), Some(last)) => number > last,
+                    _ => true,
+                })),
+        }
+    }
+
+    /// A frame numbered `number` was read.
+    fn read(&mut self, number: Option<u64>) {
+        if let (Cut::Numbered { sequence, .. }, Some(_)) = (self, number) {
+            *sequence = number;
+        }
+    }
 }
 
 /// Where the fragments of the armed block go.
@@ -713,16 +824,18 @@ impl Armed {
         chunk: Option<&[u8]>,
         arena: &[u8],
     ) -> PyResult<Folded<'py>> {
-        let Some(text) = self.text(py, step, chunk, arena)? else {
+        let Some((number, text)) = self.text(py, step, chunk, arena)? else {
             return Ok(Folded::No);
         };
         if let Sink::Events { .. } = self.sink {
+            self.cut.read(number);
             return Ok(Folded::Event(text));
         }
         let length = text.len()?;
         if length > self.room {
             return Ok(Folded::No);
         }
+        self.cut.read(number);
         self.room -= length;
         let length = length as u64;
         Ok(if self.sink.take(py, text)? {
@@ -740,7 +853,7 @@ impl Armed {
         step: &Step,
         chunk: Option<&[u8]>,
         arena: &[u8],
-    ) -> PyResult<Option<Bound<'py, PyString>>> {
+    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
         let Step::Event { event, data, .. } = step else {
             return Ok(None);
         };
@@ -760,7 +873,7 @@ impl Armed {
         if !same_type {
             return Ok(None);
         }
-        self.cut.get().text_of(py, raw)
+        self.cut.text_of(py, raw)
     }
 }
 
@@ -786,14 +899,13 @@ impl SSEDecoder {
             // so none of `run`'s setup is paid. A bigger read goes to `run`, which may keep it
             // uncopied; so does any read while frames held back after an error wait to be
             // returned. (A closed decoder takes no data: `run` raises.)
-            if b.len() < HOLD_MIN_CHUNK && state.backlog.is_empty() && state.decoder.append_data(b)
-            {
+            if b.len() < HOLD_MIN_CHUNK && state.idle() && state.decoder.append_data(b) {
                 return Ok(state.spare.take(py));
             }
-            return Self::run(py, guard, Input::Bytes(bytes), false);
+            return Self::run(py, guard, Input::Bytes(bytes), Mode::Plain);
         }
         with_chunk_bytes(chunk, |bytes| {
-            Self::run(py, self.lock(py)?, Input::Copy(bytes), false)
+            Self::run(py, self.lock(py)?, Input::Copy(bytes), Mode::Plain)
         })?
     }
 
@@ -801,6 +913,26 @@ impl SSEDecoder {
         self.inner
             .lock_py_attached(py)
             .map_err(|_| poisoned("SSEDecoder"))
+    }
+
+    /// `feed_folding` and `feed_events`: the chunk's bytes counted, then read in `mode`.
+    fn feed_path<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+        mode: Mode,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Ok(bytes) = chunk.cast_exact::<PyBytes>() else {
+            return Ok(None);
+        };
+        let mut guard = self.lock(py)?;
+        let state = &mut *guard;
+        let b = bytes.as_bytes();
+        state.folding.bytes += b.len() as u64;
+        if b.len() < HOLD_MIN_CHUNK && state.idle() && state.decoder.append_data(b) {
+            return Ok(Some(state.spare.take(py)));
+        }
+        Self::run(py, guard, Input::Bytes(bytes), mode).map(Some)
     }
 
     /// Two phases: the decoder runs over the whole chunk collecting events, then the Python
@@ -811,16 +943,16 @@ impl SSEDecoder {
         py: Python<'py>,
         mut guard: MutexGuard<'_, SseState>,
         input: Input<'_, 'py>,
-        folding: bool,
+        mode: Mode,
     ) -> PyResult<Bound<'py, PyList>> {
         let state = &mut *guard;
-        if !matches!(input, Input::End) && state.decoder.is_closed() {
+        if matches!(input, Input::Bytes(_) | Input::Copy(_)) && state.decoder.is_closed() {
             return Err(closed("SSEDecoder"));
         }
         let (chunk, owner) = match input {
             Input::Bytes(b) => (b.as_bytes(), Some(b)),
             Input::Copy(bytes) => (bytes, None),
-            Input::End => (&[][..], None),
+            Input::Resume | Input::End => (&[][..], None),
         };
         let SseState {
             decoder,
@@ -829,9 +961,12 @@ impl SSEDecoder {
             arena,
             held,
             backlog,
+            rest,
             spare,
             folding: path,
         } = state;
+        // What a stepping call left comes before anything decoded now.
+        steps.extend(rest.drain(..));
         // A big event read in pieces: a piece that is all data is kept, not copied.
         let kept = owner.is_some_and(|owner| {
             chunk.len() >= HOLD_MIN_CHUNK
@@ -857,6 +992,7 @@ impl SSEDecoder {
         };
         match input {
             Input::End => decoder.close(&mut sink),
+            Input::Resume => {}
             _ if kept => {}
             // Most small reads fall inside a payload: appended, nothing else to find out.
             _ if decoder.append_data(chunk) => {}
@@ -869,11 +1005,14 @@ impl SSEDecoder {
             return Ok(spare.take(py)); // most small reads end no event
         }
         // Frames held back after an error come first: none after them may be folded before.
-        if folding && !backlog.is_empty() {
+        if mode != Mode::Plain && !backlog.is_empty() {
             path.armed = None;
         }
         let mut out = Outbox::new(std::mem::take(backlog), steps.len());
-        Self::emit(py, steps, arena, owner, folding.then_some(path), &mut out);
+        let stop = (mode == Mode::Step).then(|| path.budget());
+        let folding = (mode != Mode::Plain).then_some(path);
+        let left = Self::emit(py, steps, arena, owner, folding, stop, &mut out);
+        rest.extend(left);
         arena.clear();
         // A decoder idling between reads (thousands of open streams) keeps no buffers sized
         // by a big read; small ones are kept, since small reads would allocate every time.
@@ -888,17 +1027,27 @@ impl SSEDecoder {
 
     /// Phase two of a call: the Python objects of its steps, into `out`; with the folding
     /// `path`, its frames are first offered to the path, which folds them or makes their
-    /// events (`feed_folding`, `feed_events`).
+    /// events (`feed_folding`, `feed_events`). With `stop` (`Mode::Step`), the call ends after
+    /// that many frames are made (1 when armed: the frame that disarmed the path) unless an
+    /// error came; the steps not reached are returned, their data given buffers of their own.
     fn emit<'py>(
         py: Python<'py>,
         steps: &mut Vec<Step>,
         arena: &[u8],
         owner: Option<&Bound<'py, PyBytes>>,
         mut path: Option<&mut FoldingPath>,
+        mut stop: Option<usize>,
         out: &mut Outbox<SseError>,
-    ) {
+    ) -> Vec<Step> {
         let mut shared: Option<Bound<'py, PyBytes>> = None;
-        for step in steps.drain(..) {
+        let mut steps = steps.drain(..);
+        while let Some(step) = steps.next() {
+            if stop == Some(0) {
+                return std::iter::once(step)
+                    .chain(steps)
+                    .map(|step| step.detached(py, arena, &mut shared))
+                    .collect();
+            }
             let read = match path.as_deref_mut() {
                 Some(path) => path.read(py, &step, owner.map(PyBytesMethods::as_bytes), arena, out),
                 None => Read::Frame,
@@ -936,9 +1085,46 @@ impl SSEDecoder {
                         }
                         (_, frame) => out.push_frame(frame),
                     }
+                    stop = stop.map(|left| left - 1);
                 }
-                Step::Error(e) => out.push(Item::Error(e)),
+                Step::Error(e) => {
+                    out.push(Item::Error(e));
+                    // What follows an error waits in the backlog, made: nothing to step.
+                    stop = None;
+                }
             }
+        }
+        Vec::new()
+    }
+}
+
+impl Step {
+    /// The step with its data out of the call's `arena`, for a later call.
+    fn detached<'py>(
+        self,
+        py: Python<'py>,
+        arena: &[u8],
+        shared: &mut Option<Bound<'py, PyBytes>>,
+    ) -> Step {
+        match self {
+            Step::Event {
+                event,
+                id,
+                retry,
+                data: Data::Arena(range),
+            } => Step::Event {
+                event,
+                id,
+                retry,
+                data: Data::Ready(DataBytes::Range(
+                    shared
+                        .get_or_insert_with(|| PyBytes::new(py, arena))
+                        .clone()
+                        .unbind(),
+                    range,
+                )),
+            },
+            step => step,
         }
     }
 }
@@ -993,6 +1179,7 @@ impl SSEDecoder {
                 arena: Vec::new(),
                 held: Vec::new(),
                 backlog: Vec::new(),
+                rest: VecDeque::new(),
                 spare: SpareList::default(),
                 folding: FoldingPath::default(),
             }),
@@ -1005,7 +1192,7 @@ impl SSEDecoder {
         match self.inner.try_lock() {
             Ok(state) => {
                 if let Some(armed) = &state.folding.armed {
-                    visit.call(&armed.cut)?;
+                    armed.cut.traverse(&visit)?;
                     armed.sink.traverse(&visit)?;
                 }
                 state.spare.traverse(&visit)
@@ -1025,18 +1212,22 @@ impl SSEDecoder {
     /// `event` whose data `cut` reads to the fold instead of returning the frame: appended to
     /// `sink` when it is a list (a text block's pieces), else `sink(text)` (a tool call's
     /// `push`), and `refused(text, error)` when that raises. The first frame that is not such
-    /// a frame disarms it: that frame and every one after it are returned, since handling
-    /// them may change where text goes.
-    #[pyo3(signature = (cut, event, sink, refused = None, *, room = usize::MAX))]
+    /// a frame disarms it and is returned, since handling it may change where text goes; the
+    /// rest of its read waits for `resume`. A `NumberedCut` reads only frames numbered above
+    /// `sequence` and the number before them (see `take_folded`).
+    #[pyo3(signature = (cut, event, sink, refused = None, *, room = usize::MAX, sequence = None))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
     fn arm(
         &self,
         py: Python<'_>,
-        cut: Py<TemplateCut>,
+        cut: &Bound<'_, PyAny>,
         event: Py<PyString>,
         sink: &Bound<'_, PyAny>,
         refused: Option<Py<PyAny>>,
         room: usize,
+        sequence: Option<u64>,
     ) -> PyResult<()> {
+        let cut = Cut::new(cut, sequence)?;
         let sink = match (sink.cast_exact::<PyList>(), refused) {
             (Ok(pieces), _) => Sink::Pieces(pieces.clone().unbind()),
             (Err(_), Some(refused)) => Sink::Call {
@@ -1049,12 +1240,14 @@ impl SSEDecoder {
                 ))
             }
         };
-        self.lock(py)?.folding.armed = Some(Armed {
+        let path = &mut self.lock(py)?.folding;
+        path.armed = Some(Armed {
             cut,
             event,
             sink,
             room,
         });
+        path.unarmed = 1;
         Ok(())
     }
 
@@ -1062,15 +1255,18 @@ impl SSEDecoder {
     /// the `BlockDelta` that `build(index, kind, text, choice, frame)` makes (`block` is
     /// `(index, kind, choice)`), returned by
     /// `feed_events` before the other frames (see `arm`).
+    #[pyo3(signature = (cut, event, build, block, *, sequence = None))]
     fn arm_events(
         &self,
         py: Python<'_>,
-        cut: Py<TemplateCut>,
+        cut: &Bound<'_, PyAny>,
         event: Py<PyString>,
         build: Py<SlotBuilder>,
         block: (Py<PyAny>, Py<PyAny>, Py<PyAny>),
+        sequence: Option<u64>,
     ) -> PyResult<()> {
         let (index, kind, choice) = block;
+        let cut = Cut::new(cut, sequence)?;
         self.lock(py)?.folding.armed = Some(Armed {
             cut,
             event,
@@ -1090,7 +1286,7 @@ impl SSEDecoder {
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Option<(Bound<'py, PyList>, Bound<'py, PyList>)>> {
-        let Some(frames) = self.feed_folding(py, chunk)? else {
+        let Some(frames) = self.feed_path(py, chunk, Mode::Events)? else {
             return Ok(None);
         };
         let made = std::mem::take(&mut self.lock(py)?.folding.made);
@@ -1116,39 +1312,58 @@ impl SSEDecoder {
         Ok(self.lock(py)?.folding.armed.is_some())
     }
 
-    /// `feed` for a fold: the frames `arm` names are folded here, and the rest returned;
-    /// `None` (nothing read) when `chunk` is not a `bytes`, which `feed` then takes.
+    /// `feed` for a fold: the frames `arm` names are folded here, and the others returned,
+    /// the call stopping after each (see `resume`); `None` (nothing read) when `chunk` is not
+    /// a `bytes`, which `feed_stepping` then takes. The bytes are counted (`take_folded`).
     fn feed_folding<'py>(
         &self,
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let Ok(bytes) = chunk.cast_exact::<PyBytes>() else {
-            return Ok(None);
-        };
-        let mut guard = self.lock(py)?;
-        let state = &mut *guard;
-        let b = bytes.as_bytes();
-        state.folding.bytes += b.len() as u64;
-        if b.len() < HOLD_MIN_CHUNK && state.backlog.is_empty() && state.decoder.append_data(b) {
-            return Ok(Some(state.spare.take(py)));
-        }
-        Self::run(py, guard, Input::Bytes(bytes), true).map(Some)
+        self.feed_path(py, chunk, Mode::Step)
     }
 
-    /// `(frames, bytes, characters)` that `feed_folding` took since the last call: frames
-    /// folded as text, bytes of every chunk it was given, characters of the text it folded;
-    /// and reset them.
-    fn take_folded(&self, py: Python<'_>) -> PyResult<(u64, u64, u64)> {
+    /// `feed` as the fold reads when the path is not armed: the frames returned in steps, as
+    /// `feed_folding` returns them, so that the fold may arm the path within one read. The
+    /// bytes are not counted: the caller counts them, as it does for `feed`.
+    fn feed_stepping<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if let Ok(bytes) = chunk.cast_exact::<PyBytes>() {
+            return Self::run(py, self.lock(py)?, Input::Bytes(bytes), Mode::Step);
+        }
+        with_chunk_bytes(chunk, |bytes| {
+            Self::run(py, self.lock(py)?, Input::Copy(bytes), Mode::Step)
+        })?
+    }
+
+    /// The next step of the read a stepping call (`feed_folding`, `feed_stepping`, `resume`)
+    /// stopped in: armed, the frames it folds and then the first it does not; unarmed, a few
+    /// frames. `None` when that read is all returned.
+    fn resume<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let guard = self.lock(py)?;
+        if guard.idle() {
+            return Ok(None);
+        }
+        Self::run(py, guard, Input::Resume, Mode::Step).map(Some)
+    }
+
+    /// `(frames, bytes, characters, sequence)` that `feed_folding` (or `feed_events`) took
+    /// since the last call: frames folded as text, bytes of every chunk it was given,
+    /// characters of the text it folded, the number of the last numbered frame it read
+    /// (`None`: none); and reset them.
+    fn take_folded(&self, py: Python<'_>) -> PyResult<(u64, u64, u64, Option<u64>)> {
         let path = &mut self.lock(py)?.folding;
-        let counts = (path.frames, path.bytes, path.characters);
+        let counts = (path.frames, path.bytes, path.characters, path.sequence.take());
         (path.frames, path.bytes, path.characters) = (0, 0, 0);
         Ok(counts)
     }
 
     /// End of input. An event not closed by a blank line is discarded (see `dropped_partial`).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        Self::run(py, self.lock(py)?, Input::End, false)
+        Self::run(py, self.lock(py)?, Input::End, Mode::Plain)
     }
 
     /// The last event id committed by a blank line.

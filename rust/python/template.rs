@@ -147,14 +147,25 @@ impl NumberedCut {
         let Ok(frame) = frame.cast::<ServerSentEvent>() else {
             return Ok(None); // not ours to read: the payload is parsed
         };
-        let raw = frame.get().raw_bytes(py);
+        self.text_of(py, &frame.get().raw_bytes(py))
+    }
+}
+
+impl NumberedCut {
+    /// What `read` answers for a frame whose data is `raw` (see `TemplateCut::text_of`).
+    #[inline]
+    pub(crate) fn text_of<'py>(
+        &self,
+        py: Python<'py>,
+        raw: &[u8],
+    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
         let shape = &self.shape;
         let (prefix, rest) = (shape.prefix.as_bytes(py), shape.rest.as_bytes(py));
         let end = shape.end(py);
         let found = match &self.middle {
-            Some(middle) => cut_numbered(&raw, prefix, middle.as_bytes(py), rest, end)
+            Some(middle) => cut_numbered(raw, prefix, middle.as_bytes(py), rest, end)
                 .map(|(number, body, value)| (Some(number), body, value)),
-            None => cut(&raw, prefix, rest, end).map(|(body, value)| (None, body, value)),
+            None => cut(raw, prefix, rest, end).map(|(body, value)| (None, body, value)),
         };
         let Some((number, body, value)) = found else {
             return Ok(None);

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files, capture_id, requires_captures
-from streamfold._events import Notice
+from streamfold._engine.pipeline import Pipeline
+from streamfold._events import BlockDelta, Notice
 from streamfold._providers import Provider, get_provider
 from streamfold._providers.auto import MAX_UNDECIDED_FRAMES, AutoProvider, detect
 from streamfold._read.framing import iter_json_lines, iter_sse
@@ -423,8 +424,11 @@ def test_auto_runs_the_chosen_providers_own_loop(monkeypatch: pytest.MonkeyPatch
         )
     ]
     data = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames)
-    message = sf.fold([data, b"data: [DONE]\n\n"], provider="auto")
-    assert message.text == "w0w1w2w3w4w5"
+    # The pipeline alone: the fold hands the provider a read's frames in steps, to arm the
+    # decoder's folding path between them.
+    pipeline = Pipeline("auto")
+    events = pipeline.feed(data) + pipeline.feed(b"data: [DONE]\n\n") + pipeline.close()
+    assert "".join(e.text for e in events if isinstance(e, BlockDelta)) == "w0w1w2w3w4w5"
     # The frames after the one that decided, then the second read (and none at the end).
     assert [n for n in calls if n] == [len(frames) - 1, 1]
 

@@ -30,15 +30,12 @@ FeedFolding = Callable[[Any], "list[Any] | None"]
 class FoldDriver:
     """``Folder.add`` inlined over a batch of events: one dict lookup per event.
 
-    With a pipeline, it also hands the provider the folder's direct text sink
-    (``Provider.text_sink``): a plain text delta then goes straight into its block, with no
-    event made. Any folded event may change where text goes, so each batch of events drops the
-    provider's appender first.
-
-    After each read it handled (``step``), it arms the decoder's folding path where the
-    provider names a target (``Provider.folding_target``): the reads after it that hold only
-    that target's text frames are then folded in Rust with no Python frame or event at all,
-    which is the whole cost of most reads of a stream read one event at a time.
+    After each step of a read it handled (``step``), it arms the decoder's folding path where
+    the provider names a target (``Provider.folding_target``): the frames after it that are
+    that target's text are then folded in Rust with no Python frame or event at all, which is
+    the whole cost of most reads of a stream read one event at a time. The decoder returns
+    the other frames one step at a time (``SSEDecoder.resume``), so the path is armed again
+    within a read as soon as the frame it could not fold is folded.
 
     ``direct=False`` leaves the provider making every event (a relay writes each one).
     Without a pipeline (``fold_resumable``, ``sf.stream``'s streams: their events come from a
@@ -46,7 +43,14 @@ class FoldDriver:
     way.
     """
 
-    __slots__ = ("_dispatch", "_folder", "_pipeline", "_provider", "_resolve")
+    __slots__ = (
+        "_dispatch",
+        "_folder",
+        "_pipeline",
+        "_resolve",
+        "_resume",
+        "_stepping",
+    )
 
     def __init__(
         self, folder: Folder, pipeline: Pipeline | None = None, *, direct: bool = True
@@ -56,12 +60,13 @@ class FoldDriver:
         self._dispatch = folder._handlers
         self._resolve = folder._function_for
         self._pipeline = pipeline
-        self._provider = None
+        self._stepping = False
+        #: The SSE decoder's ``resume``, once the pipeline has its decoder.
+        self._resume: Callable[[], list[Any] | None] | None = None
         if pipeline is not None and direct:
             pipeline.on_folded = folder.took
-            provider = self._provider = pipeline.provider
-            provider.text_sink = folder.text_appender
-            provider.text_flush = self.flush
+            # A provider that never names a target reads each read's frames in one batch.
+            self._stepping = pipeline.stepping = pipeline.provider.names_folding_targets
 
     @classmethod
     def over(
@@ -87,33 +92,44 @@ class FoldDriver:
 
     def step(self, chunk: Any, frames: list[Any] | ProtocolError | None) -> FeedFolding | None:
         """Fold one read: ``chunk`` through the pipeline, or (``frames``) what the folding
-        path returned for it. Returns the folding path to use for the next read, if armed."""
+        path returned for it, then the rest of the read, step by step. Returns the folding
+        path to use for the next read, if armed."""
         pipeline = cast("Pipeline", self._pipeline)
         events = pipeline.feed(chunk) if frames is None else pipeline.feed_folded(frames)
-        if events:  # with the direct text sink, most reads fold to none
-            self(events)
-        if pipeline.pending is not None:
-            pipeline.raise_pending()
-        target = pipeline.provider.folding_target()
-        if target is None:
-            return None
-        cut, event, choice, block, _kind = target
+        provider = pipeline.provider
         folder = self._folder
-        sink = folder.delta_sink(choice, block)
-        return None if sink is None else pipeline.arm(cut, event, sink, folder.room)
-
-    def flush(self, events: list[Event]) -> None:
-        """Fold ``events`` now and empty the list (``Provider.text_flush``): the provider is
-        in the middle of a batch and wants the direct text path for what follows."""
-        self(events)
-        events.clear()
+        while True:
+            if events:
+                self(events)
+            if pipeline.pending is not None:
+                pipeline.raise_pending()
+            folding = None
+            target = provider.folding_target()
+            if target is not None:
+                cut, event, choice, block, _kind = target
+                sink = folder.delta_sink(choice, block)
+                if sink is not None:
+                    folding = pipeline.arm(cut, event, sink, folder.room)
+            if not self._stepping:
+                return folding
+            resume = self._resume
+            if resume is None:
+                resume = self._resume = pipeline.resumer()
+                if resume is None:
+                    # JSON lines are read whole; with no decoder yet (blanks), nothing is.
+                    self._stepping = pipeline.decoder is None
+                    return folding
+            try:
+                rest: list[Any] | ProtocolError | None = resume()
+            except ProtocolError as exc:
+                rest = exc
+            if not rest:  # the read is all folded
+                return folding
+            events = pipeline.feed_folded(rest)
 
     def __call__(self, events: Sequence[Event]) -> None:
         if not events:
             return
-        provider = self._provider
-        if provider is not None:
-            provider.text_direct = None
         dispatch = self._dispatch
         folder = self._folder
         for event in events:

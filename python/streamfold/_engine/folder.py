@@ -709,23 +709,6 @@ class Folder:
         (it took none past ``room``)."""
         self._room -= characters
 
-    def text_appender(self, choice: int, index: int) -> Callable[[str], None] | None:
-        """``text_pieces(choice, index).append`` (counted against ``max_message_bytes``), or
-        ``None``."""
-        pieces = self.text_pieces(choice, index)
-        return None if pieces is None else self._bounded(pieces.append)
-
-    def _bounded(self, push: Callable[[str], None]) -> Callable[[str], None]:
-        """``push`` for the fold's direct paths, each text counted against
-        ``max_message_bytes`` as ``_on_delta`` counts it."""
-
-        def bounded(text: str) -> None:
-            self._room -= len(text)
-            if self._room < 0:
-                self._too_large(None)
-            push(text)
-
-        return bounded
 
     # -- results ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._core import JsonLinesDecoder, SSEDecoder, TemplateCut
+from .._core import JsonLinesDecoder, NumberedCut, SSEDecoder, TemplateCut
 from .._errors import (
     IncompleteStreamError,
     ProtocolError,
@@ -131,6 +131,7 @@ class Pipeline:
         "pending",
         "produced",
         "provider",
+        "stepping",
     )
 
     def __init__(
@@ -194,6 +195,9 @@ class Pipeline:
         #: Told how many characters of text the folding path handed to the fold, before
         #: anything else is read (the fold's ``Folder.took``, for ``max_message_bytes``).
         self.on_folded: Callable[[int], None] | None = None
+        #: Set by the fold: an SSE decoder returns each read's frames in steps (``resume``),
+        #: so that the folding path can be armed between them.
+        self.stepping = False
         named = self.provider.name != "auto"
         #: A named SSE provider's frames are read by auto-detection too (``_probe``) until
         #: one tells which provider's they are: another's makes a ``ProtocolError`` naming it
@@ -265,7 +269,7 @@ class Pipeline:
     # -- the fold's path: text read by the decoder straight into the fold ----------------------
 
     def arm(
-        self, cut: TemplateCut, event: str, sink: DeltaSink, room: int
+        self, cut: TemplateCut | NumberedCut, event: str, sink: DeltaSink, room: int
     ) -> Callable[[Any], list[Any] | None] | None:
         """Arm the decoder's folding path (``SSEDecoder.arm``): the texts of the frames of type
         ``event`` whose data ``cut`` reads go to ``sink`` (``Folder.delta_sink``) from Rust,
@@ -285,11 +289,12 @@ class Pipeline:
         decoder = self._armable()
         if decoder is None:
             return None
+        sequence = self.provider.sequence
         if isinstance(sink, list):
-            decoder.arm(cut, event, sink, room=room)
+            decoder.arm(cut, event, sink, room=room, sequence=sequence)
         else:
             push, refused = sink
-            decoder.arm(cut, event, push, refused, room=room)
+            decoder.arm(cut, event, push, refused, room=room, sequence=sequence)
         self._mark_armed()
         return decoder.feed_folding
 
@@ -306,7 +311,9 @@ class Pipeline:
         if target is None or decoder is None or TEXT_DELTA_BUILDER is None or not self.produced:
             return None
         cut, event, choice, block, kind = target
-        decoder.arm_events(cut, event, TEXT_DELTA_BUILDER, (block, kind, choice))
+        decoder.arm_events(
+            cut, event, TEXT_DELTA_BUILDER, (block, kind, choice), sequence=self.provider.sequence
+        )
         self._mark_armed()
         return decoder.feed_events
 
@@ -347,16 +354,30 @@ class Pipeline:
 
     def catch_up(self) -> None:
         """Count what the folding path read since the last call: its bytes, and its frames
-        (numbered as if the provider had handled them, so errors name the right frame)."""
+        (numbered as if the provider had handled them, so errors name the right frame); and
+        the provider's cursor moves to the last number read (OpenAI Responses)."""
         decoder = self._decoder
         assert isinstance(decoder, SSEDecoder)
-        frames, read, characters = decoder.take_folded()
+        frames, read, characters, sequence = decoder.take_folded()
+        if sequence is not None:
+            self.provider.sequence = sequence
         self.bytes_seen += read
         if characters and self.on_folded is not None:
             self.on_folded(characters)
         if frames:
             self.frames_seen += frames
             self.provider.position += frames
+
+    def resumer(self) -> Callable[[], list[Any] | None] | None:
+        """With ``stepping``: the SSE decoder's ``resume``, which returns the next frames of
+        the read it stopped in (raising ``ProtocolError`` as ``feed`` does), for
+        ``feed_folded``, and ``None`` once that read is all returned. ``None`` before the
+        decoder is chosen (``auto``), and for JSON lines, whose reads are never stepped."""
+        decoder = self._decoder
+        if not isinstance(decoder, SSEDecoder):
+            return None
+        resume: Callable[[], list[Any] | None] = decoder.resume
+        return resume
 
     def feed_folded(self, frames: list[Any] | ProtocolError) -> list[AnyEvent]:
         """What ``feed`` does with a chunk's frames, for the frames ``feed_folding`` returned
@@ -405,9 +426,13 @@ class Pipeline:
             return out
         if self._decoder is None and not self._choose_framing(bytes(chunk)):
             return out
-        assert self._decoder is not None
+        decoder = self._decoder
+        assert decoder is not None
         try:
-            frames = self._decoder.feed(chunk)
+            if self.stepping and isinstance(decoder, SSEDecoder):
+                frames = decoder.feed_stepping(chunk)
+            else:
+                frames = decoder.feed(chunk)
         except ProtocolError as exc:
             self._run(exc.events, out)
             if self.pending is None:
@@ -672,12 +697,11 @@ class Pipeline:
         if not self.produced or self.pending is not None:
             self._note_content(out)
         if self._prefix is not None:
-            read = provider.text_direct is not None
-            if not read:
-                for event in out:  # a loop: a generator would be made on every read
-                    if event.__class__ in _READ:
-                        read = True
-                        break
+            read = False
+            for event in out:  # a loop: a generator would be made on every read
+                if event.__class__ in _READ:
+                    read = True
+                    break
             if read:
                 self._prefix = None  # the provider reads this stream: nothing to explain
                 self._byte_probe = None

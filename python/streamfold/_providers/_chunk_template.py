@@ -212,7 +212,7 @@ class NumberedTemplate:
     Only the Rust cut reads these templates: a frame it refuses is parsed.
     """
 
-    __slots__ = ("block", "cut", "middle", "prefix", "rest")
+    __slots__ = ("block", "cut", "cutter", "middle", "prefix", "rest")
 
     def __init__(
         self, prefix: str, middle: str | None, rest: str, mode: int, padding_end: str, *, block: int
@@ -222,15 +222,17 @@ class NumberedTemplate:
         self.rest = rest
         #: The provider's block for the text.
         self.block = block
-        #: ``cut(frame)``: ``(number, text)`` of a frame whose payload fits, else ``None``
-        #: (loaded first in hot loops, as ``ChunkTemplate.cut`` is).
-        self.cut: Callable[[Any], tuple[int | None, str] | None] = NumberedCut(
+        #: The Rust cut, which the decoder's folding path reads frames with too.
+        self.cutter = NumberedCut(
             prefix.encode(),
             None if middle is None else middle.encode(),
             rest.encode(),
             padded_end=mode == PADDED_END,
             padding_end=padding_end.encode() if mode == PADDED_VALUE else None,
-        ).read
+        )
+        #: ``cut(frame)``: ``(number, text)`` of a frame whose payload fits, else ``None``
+        #: (loaded first in hot loops, as ``ChunkTemplate.cut`` is).
+        self.cut: Callable[[Any], tuple[int | None, str] | None] = self.cutter.read
 
     @classmethod
     def learn(

@@ -108,10 +108,6 @@ BLOCK_KINDS: dict[str, BlockKind] = {
     "mcp_tool_use": "server_tool",
 }
 
-#: Kinds whose text the fold can take straight into the block (``Provider.direct_text``); a
-#: tool's input goes through its JSON accumulator, so its fragments stay events.
-DIRECT_KINDS = frozenset({"text", "reasoning"})
-
 #: ``delta.type`` -> the field holding its text.
 TEXT_DELTAS: dict[str, str] = {
     "text_delta": "text",
@@ -240,7 +236,6 @@ class Anthropic(Provider):
         call per frame is a good part of its whole cost. This does exactly what ``handle`` does
         for such a frame; every other frame goes to ``handle``."""
         handle = self.handle
-        folding = self.text_sink is not None
         first = self.position + 1
         for self.position, frame in enumerate(frames, first):
             template = self._template
@@ -251,20 +246,8 @@ class Anthropic(Provider):
                     block = template.block
                     kind = self._open.get(block)
                     if kind is not None and not self.terminal_seen:
-                        if not folding:
-                            out.append(text_delta(block, kind, text, 0, frame))
-                            continue
-                        # Each test here runs once per fragment: the commonest case first.
-                        if not out:
-                            direct = self.text_direct
-                            if direct is not None and direct[0] is template:
-                                append = direct[1]
-                                if append is not None:
-                                    append(text)
-                                    continue
-                        if kind not in DIRECT_KINDS or (out and not self.fold_made(out)):
-                            out.append(text_delta(block, kind, text, 0, frame))
-                            continue
+                        out.append(text_delta(block, kind, text, 0, frame))
+                        continue
             handle(frame, out)
 
     def handle(self, frame: Any, out: list[Event]) -> None:
@@ -279,21 +262,6 @@ class Anthropic(Provider):
             if text is not None:
                 kind = self._open.get(template.block)
                 if kind is not None and not self.terminal_seen:
-                    if (
-                        self.text_sink is not None
-                        and kind in DIRECT_KINDS
-                        and (not out or self.fold_made(out))
-                    ):
-                        # Folding: the text goes straight to its block (``direct_text``).
-                        direct = self.text_direct
-                        append = (
-                            direct[1]
-                            if direct is not None and direct[0] is template
-                            else self.direct_text(template, 0, template.block)
-                        )
-                        if append is not None:
-                            append(text)
-                            return
                     out.append(text_delta(template.block, kind, text, 0, frame))
                     return
         try:

@@ -346,7 +346,6 @@ class AutoProvider(Provider):
         self._position = -1
         self._terminal_seen = False
         self._sequence: int | None = None
-        self._text_direct: tuple[Any, Callable[[str], None] | None] | None = None
         super().__init__(strict=strict)
         #: The chosen provider's name, once decided.
         self.chosen: str | None = None
@@ -393,21 +392,11 @@ class AutoProvider(Provider):
 
     @sequence.setter
     def sequence(self, value: int | None) -> None:
-        self._sequence = value
-
-    @property
-    def text_direct(self) -> tuple[Any, Callable[[str], None] | None] | None:
-        inner = self._inner
-        return self._text_direct if inner is None else inner.text_direct
-
-    @text_direct.setter
-    def text_direct(self, value: tuple[Any, Callable[[str], None] | None] | None) -> None:
-        # The fold resets it whenever it folds an event: the chosen provider's must be reset.
         inner = self._inner
         if inner is None:
-            self._text_direct = value
+            self._sequence = value
         else:
-            inner.text_direct = value
+            inner.sequence = value
 
     def folding_target(self) -> FoldingTarget | None:
         inner = self._inner
@@ -513,10 +502,6 @@ class AutoProvider(Provider):
             )
         )
         buffered, self._buffer = self._buffer, []
-        # The fold's direct text path (set on this provider before any frame).
-        inner.text_sink = self.text_sink
-        inner.text_flush = self.text_flush
-        inner.text_direct = None
         self._inner = inner
         # Later chunks skip this method: the pipeline binds `provider.handle` per chunk, and
         # looks up `handle_frames` on it (the chosen provider's own loop, where it has one).

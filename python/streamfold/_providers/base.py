@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, overload
 
-from .._core import ServerSentEvent, TemplateCut
+from .._core import NumberedCut, ServerSentEvent, TemplateCut
 from .._errors import ProtocolError
 from .._events import Event, MessageEnd, MessageStart, Notice, Unknown
 from .._parts import BlockKind, FinishReason
@@ -48,7 +48,7 @@ NAME = "a tool call's name"
 Framing = Literal["sse", "jsonl", "auto"]
 
 #: ``(cut, event, choice, block, kind)``: see ``Provider.folding_target``.
-FoldingTarget = tuple[TemplateCut, str, int, int, BlockKind]
+FoldingTarget = tuple[TemplateCut | NumberedCut, str, int, int, BlockKind]
 
 
 class Provider(ABC):
@@ -58,19 +58,18 @@ class Provider(ABC):
     name: ClassVar[str] = ""
     #: How the bytes are framed.
     framing: ClassVar[Framing] = "sse"
+    #: Whether ``folding_target`` may name a target (the class defines it): the fold then
+    #: reads each read's frames in steps, to arm the decoder's folding path between them.
+    names_folding_targets: ClassVar[bool] = False
 
     if TYPE_CHECKING:
-        # Instance attributes (set in ``__init__``), declared to the type checkers as
-        # properties: ``auto`` makes them properties that read its chosen provider's, and
+        # An instance attribute (set in ``__init__``), declared to the type checkers as a
+        # property: ``auto`` makes it a property that reads its chosen provider's, and
         # pyright does not let a property override a declared variable.
         @property
         def sequence(self) -> int | None: ...
         @sequence.setter
         def sequence(self, value: int | None) -> None: ...
-        @property
-        def text_direct(self) -> tuple[Any, Callable[[str], None] | None] | None: ...
-        @text_direct.setter
-        def text_direct(self, value: tuple[Any, Callable[[str], None] | None] | None) -> None: ...
 
     def __init__(self, *, strict: bool = False) -> None:
         self.strict = strict
@@ -84,16 +83,6 @@ class Provider(ABC):
         #: commonest payloads without a parse. Off, every payload is parsed: the slow, plainly
         #: correct reading that the tests compare the templated one with.
         self.templates = True
-        #: Set by ``fold`` only: ``text_sink(choice, index)`` is the folder's direct ``append``
-        #: for the text of that block (or ``None``), which a provider may call for a text delta
-        #: instead of making the event, but only while ``out`` is empty: events made before
-        #: must be folded first (``fold_made``). See ``direct_text``.
-        self.text_sink: Callable[[int, int], Callable[[str], None] | None] | None = None
-        #: Set by ``fold`` with ``text_sink``: folds the events of a list and empties it.
-        self.text_flush: Callable[[list[Event]], None] | None = None
-        #: ``(key, append)`` from the last ``direct_text``; the fold resets it to ``None``
-        #: whenever it folds an event, since any event may change where text goes.
-        self.text_direct = None
         #: ``(frame, payload)``: a frame whose data was already parsed (by ``auto``, to detect
         #: the provider), handed over so that its JSON is not parsed twice. Used once.
         self.preparsed: tuple[Any, Any] | None = None
@@ -144,24 +133,9 @@ class Provider(ABC):
         batch of frames the provider handled."""
         return None
 
-    def fold_made(self, out: list[Event]) -> bool:
-        """Before a text goes straight to its block: have the fold fold the events made so
-        far in this batch (``text_flush``), which empties ``out``. Without that, a stream read
-        whole (one batch of frames) would make every delta an event after its first one.
-        ``False`` when ``out`` could not be emptied: make the event then."""
-        flush = self.text_flush
-        if flush is not None:
-            flush(out)
-        return not out
-
-    def direct_text(self, key: Any, choice: int, index: int) -> Callable[[str], None] | None:
-        """The fold's direct ``append`` for text of block ``index`` of ``choice`` (``None``:
-        make the event), kept in ``text_direct`` under ``key`` (the chunk template whose frames
-        it serves) until the fold folds an event."""
-        sink = self.text_sink
-        append = sink(choice, index) if sink is not None else None
-        self.text_direct = (key, append)
-        return append
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.names_folding_targets = cls.folding_target is not Provider.folding_target
 
     @overload
     def json_object(self, frame: Any) -> dict[str, Any]: ...

@@ -346,7 +346,6 @@ class OpenAIChat(Provider):
         reads) right here: a Python call per frame is a good part of its whole cost. This does
         exactly what ``handle`` does for such a frame; every other frame goes to ``handle``."""
         handle = self.handle
-        folding = self.text_sink is not None
         first = self.position + 1
         for self.position, frame in enumerate(frames, first):
             template = self._template
@@ -357,20 +356,8 @@ class OpenAIChat(Provider):
                     cut = template.cut
                     text = cut(frame)
                     if text is not None and frame.event == "message":
-                        if not folding:
-                            out.append(text_delta(current.prose, kind, text, current.index, frame))
-                            continue
-                        # Each test here runs once per fragment: the commonest case first.
-                        if not out:
-                            direct = self.text_direct
-                            if direct is not None and direct[0] is template:
-                                append = direct[1]
-                                if append is not None:
-                                    append(text)
-                                    continue
-                        elif not self.fold_made(out):
-                            out.append(text_delta(current.prose, kind, text, current.index, frame))
-                            continue
+                        out.append(text_delta(current.prose, kind, text, current.index, frame))
+                        continue
             handle(frame, out)
 
     def folding_target(self) -> FoldingTarget | None:
@@ -398,17 +385,6 @@ class OpenAIChat(Provider):
             block = template.block
             if block < 0:
                 if current.prose_kind == template.kind:
-                    if self.text_sink is not None and (not out or self.fold_made(out)):
-                        # Folding: the text goes straight to its block (``direct_text``).
-                        direct = self.text_direct
-                        append = (
-                            direct[1]
-                            if direct is not None and direct[0] is template
-                            else self.direct_text(template, current.index, current.prose)
-                        )
-                        if append is not None:
-                            append(text)
-                            return
                     out.append(text_delta(current.prose, template.kind, text, current.index, frame))
                     return
             elif not current.ended:

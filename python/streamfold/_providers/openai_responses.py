@@ -82,7 +82,7 @@ from .._events import (
 from .._parts import BlockKind, Citation, FinishReason, Usage
 from ._chunk_template import NumberedTemplate
 from ._fast import text_delta
-from .base import ID, NAME, Provider, present
+from .base import ID, NAME, FoldingTarget, Provider, present
 
 __all__ = ["INCOMPLETE_REASONS", "OpenAIResponses", "usage_from_responses"]
 
@@ -176,10 +176,6 @@ REASONING_DONE: dict[str, str] = {
 #: has always joined them (the capture ``reasoning_summary`` folds to its parts joined so).
 #: Raw reasoning-text parts follow each other with nothing between.
 SUMMARY_SEPARATOR = "\n\n"
-
-#: Kinds whose templated text the fold may take straight into its block (``direct_text``): a
-#: tool call's arguments are JSON the fold parses, so they stay events.
-DIRECT_KINDS = frozenset({"text", "reasoning"})
 
 #: Prefixes of the progress events of provider-run tools.
 PROGRESS_PREFIXES = (
@@ -304,6 +300,9 @@ class OpenAIResponses(Provider):
         self._next_block = 0
         #: The chunk template of the deltas of one block; learned at most 256 times.
         self._template: NumberedTemplate | None = None
+        #: The ``event:`` name of the frame it was learned from: the frames the decoder's
+        #: folding path reads with it (``folding_target``).
+        self._template_event = "message"
         self._learns = 0
         #: The block of the last delta parsed, and how many of its deltas were parsed in a row.
         self._parsed_block = -1
@@ -316,6 +315,18 @@ class OpenAIResponses(Provider):
 
     # -- the frame loop ----------------------------------------------------------------------
 
+    def folding_target(self) -> FoldingTarget | None:
+        """The deltas the template reads, while its block is open and numbered on from the
+        cursor (what ``handle_frames`` checks for each such frame; the decoder checks the
+        numbers)."""
+        template = self._template
+        if template is None or self.terminal_seen:
+            return None
+        kind = self._open.get(template.block)
+        if kind is None:
+            return None
+        return template.cutter, self._template_event, 0, template.block, kind
+
     def handle_frames(self, frames: list[Any], out: list[Event]) -> None:
         """The pipeline's loop over one chunk's frames: number each and ``handle`` it, but read
         a delta that the template's Rust cut reads right here, without a parse. That does what
@@ -323,7 +334,6 @@ class OpenAIResponses(Provider):
         template's block. Whatever would not simply be that (a number that does not increase,
         a closed block, anything after the terminal event) goes to ``handle``."""
         handle = self.handle
-        folding = self.text_sink is not None
         first = self.position + 1
         for self.position, frame in enumerate(frames, first):
             template = self._template
@@ -339,21 +349,6 @@ class OpenAIResponses(Provider):
                         if number is None or sequence is None or number > sequence:
                             if number is not None:
                                 self.sequence = number
-                            if (
-                                folding
-                                and kind in DIRECT_KINDS
-                                and (not out or self.fold_made(out))
-                            ):
-                                # Folding: the text goes straight to its block (``direct_text``).
-                                direct = self.text_direct
-                                append = (
-                                    direct[1]
-                                    if direct is not None and direct[0] is template
-                                    else self.direct_text(template, 0, block)
-                                )
-                                if append is not None:
-                                    append(text)
-                                    continue
                             out.append(text_delta(block, kind, text, 0, frame))
                             continue
             handle(frame, out)
@@ -961,6 +956,7 @@ class OpenAIResponses(Provider):
         )
         if template is not None:
             self._template = template
+            self._template_event = frame.event
 
     def _annotation(self, p: dict[str, Any], frame: Any, out: list[Event]) -> None:
         state = self._item(p, "response.output_text.annotation.added", frame)
