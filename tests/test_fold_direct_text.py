@@ -423,17 +423,7 @@ def test_the_decoder_folds_argument_fragments(
     assert counts[0] > 20
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_the_decoder_folds_big_reads_too(provider: ProviderName) -> None:
-    """Reads of many frames (16 KiB): once armed, the decoder folds the text frames of every
-    read, not only of reads of one event (the provider's own direct path, a Python call per
-    fragment, is left for the frames after one it could not read)."""
-    words = [f" w{i}" for i in range(2000)]
-    if provider == "openai":
-        data = openai_stream([("text", w) for w in words], finish=True)
-    else:
-        data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
-    chunks = [data[i : i + 16 * 1024] for i in range(0, len(data), 16 * 1024)]
+def _folded_frames(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     folded = [0]
     real_catch_up = Pipeline.catch_up
 
@@ -442,8 +432,82 @@ def test_the_decoder_folds_big_reads_too(provider: ProviderName) -> None:
         real_catch_up(self)
         folded[0] += self.frames_seen - before
 
+    monkeypatch.setattr(Pipeline, "catch_up", catch_up)
+    return folded
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["16KiB", "whole"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_decoder_folds_big_reads_too(provider: ProviderName, whole: bool) -> None:
+    """Reads of many frames (16 KiB, or the whole stream as one): the decoder folds the text
+    frames of every read, the first one too, since it hands the fold each frame it cannot
+    fold (the first, before a template is learned) and the fold arms it again within the
+    read."""
+    words = [f" w{i}" for i in range(2000)]
+    if provider == "openai":
+        data = openai_stream([("text", w) for w in words], finish=True)
+    else:
+        data = anthropic_stream([("text", w) for w in words], finish=True, pad="")
+    chunks = [data] if whole else [data[i : i + 16 * 1024] for i in range(0, len(data), 16 * 1024)]
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(Pipeline, "catch_up", catch_up)
+        folded = _folded_frames(m)
         message = sf.fold(chunks, provider=provider)
     assert message.text == "".join(words)
-    assert folded[0] > 1800  # all but those of the read the template was learned in
+    # All but those read before a template was learned, and the rest of the step they came in.
+    assert folded[0] >= len(words) - 8
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["16KiB", "whole"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_decoder_arms_again_within_a_read(
+    provider: ProviderName, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame the path cannot fold every few text frames (Anthropic's ``ping``, an OpenAI
+    text with log probabilities): in a read of many frames the fold handles it and arms the
+    path again for the frames after it, so the text frames are all folded in Rust, and the
+    message is the one every delta folded as an event makes."""
+    steps: list[tuple[str, str]] = []
+    for i in range(600):
+        steps.append(("text", f" w{i}"))
+        if i % 7 == 6:
+            steps.append(("ping", "") if provider == "anthropic" else ("logprobs", f" s{i}"))
+    if provider == "openai":
+        data = openai_stream(steps, finish=True)
+    else:
+        data = anthropic_stream(steps, finish=True, pad="")
+    chunks = [data] if whole else [data[i : i + 16 * 1024] for i in range(0, len(data), 16 * 1024)]
+    reference = slow_outcome(monkeypatch, chunks, provider)
+    with monkeypatch.context() as m:
+        folded = _folded_frames(m)
+        got = outcome(chunks, provider)
+    assert got == reference
+    assert got[0] == "ok"
+    assert got[1].text == "".join(t for _, t in steps)
+    assert folded[0] >= 600 - 8
+
+
+def _responses_with_a_repeat(data: bytes) -> bytes:
+    """The capture with one of its text deltas sent twice (the same ``sequence_number``), in
+    the middle of a run of them."""
+    frames = [f + b"\n\n" for f in data.split(b"\n\n") if f]
+    deltas = [k for k, f in enumerate(frames) if b"event: response.output_text.delta" in f]
+    k = deltas[len(deltas) // 2]
+    return b"".join([*frames[: k + 1], frames[k], *frames[k + 1 :]])
+
+
+@requires_captures
+@pytest.mark.parametrize("reads", READS)
+def test_the_decoder_checks_responses_numbers(reads: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI Responses' deltas are folded in Rust only while their ``sequence_number``
+    increases from the provider's cursor, which the path moves on: a delta sent twice is the
+    provider's to warn about, as when each delta is an event."""
+    path = next(p for p in capture_files() if p.stem == "reasoning_summary")
+    data = _responses_with_a_repeat(path.read_bytes())
+    chunks = read(data, reads, 5)
+    reference = slow_outcome(monkeypatch, chunks, "openai-responses")
+    with monkeypatch.context() as m:
+        folded = _folded_frames(m)
+        got = outcome(chunks, "openai-responses")
+    assert got == reference
+    assert any("sequence_number" in w for w in got[1].warnings)
+    assert folded[0] > 400

@@ -966,7 +966,9 @@ impl SSEDecoder {
             folding: path,
         } = state;
         // What a stepping call left comes before anything decoded now.
-        steps.extend(rest.drain(..));
+        if !rest.is_empty() {
+            steps.extend(rest.drain(..));
+        }
         // A big event read in pieces: a piece that is all data is kept, not copied.
         let kept = owner.is_some_and(|owner| {
             chunk.len() >= HOLD_MIN_CHUNK
@@ -1011,8 +1013,7 @@ impl SSEDecoder {
         let mut out = Outbox::new(std::mem::take(backlog), steps.len());
         let stop = (mode == Mode::Step).then(|| path.budget());
         let folding = (mode != Mode::Plain).then_some(path);
-        let left = Self::emit(py, steps, arena, owner, folding, stop, &mut out);
-        rest.extend(left);
+        Self::emit(py, steps, arena, owner, folding, stop, rest, &mut out);
         arena.clear();
         // A decoder idling between reads (thousands of open streams) keeps no buffers sized
         // by a big read; small ones are kept, since small reads would allocate every time.
@@ -1029,7 +1030,8 @@ impl SSEDecoder {
     /// `path`, its frames are first offered to the path, which folds them or makes their
     /// events (`feed_folding`, `feed_events`). With `stop` (`Mode::Step`), the call ends after
     /// that many frames are made (1 when armed: the frame that disarmed the path) unless an
-    /// error came; the steps not reached are returned, their data given buffers of their own.
+    /// error came; the steps not reached go to `rest`, their data given buffers of their own.
+    #[allow(clippy::too_many_arguments)]
     fn emit<'py>(
         py: Python<'py>,
         steps: &mut Vec<Step>,
@@ -1037,16 +1039,18 @@ impl SSEDecoder {
         owner: Option<&Bound<'py, PyBytes>>,
         mut path: Option<&mut FoldingPath>,
         mut stop: Option<usize>,
+        rest: &mut VecDeque<Step>,
         out: &mut Outbox<SseError>,
-    ) -> Vec<Step> {
+    ) {
         let mut shared: Option<Bound<'py, PyBytes>> = None;
         let mut steps = steps.drain(..);
         while let Some(step) = steps.next() {
             if stop == Some(0) {
-                return std::iter::once(step)
-                    .chain(steps)
-                    .map(|step| step.detached(py, arena, &mut shared))
-                    .collect();
+                rest.push_back(step.detached(py, arena, &mut shared));
+                for step in steps.by_ref() {
+                    rest.push_back(step.detached(py, arena, &mut shared));
+                }
+                return;
             }
             let read = match path.as_deref_mut() {
                 Some(path) => path.read(py, &step, owner.map(PyBytesMethods::as_bytes), arena, out),
@@ -1094,7 +1098,6 @@ impl SSEDecoder {
                 }
             }
         }
-        Vec::new()
     }
 }
 
