@@ -1,16 +1,23 @@
-//! The two hottest entry points, called through `CPython`'s own calling conventions rather than
-//! `PyO3`'s trampolines: `SSEDecoder.feed` (once per network read) and `ServerSentEvent.data`
-//! (once per event).
+//! The hottest entry point of the framing API, `SSEDecoder.feed` (once per network read),
+//! called through `CPython`'s own calling convention rather than `PyO3`'s trampoline: the one
+//! place streamfold reaches into `CPython`'s descriptor API, and only through `install`.
 //!
-//! Why: a `PyO3` method or getter wraps each call in generic argument parsing and bookkeeping
-//! that costs about 25 ns. A stream read in small pieces makes several `feed` calls per event,
-//! and that wrapper was about a quarter of such a call. Here `feed` takes
-//! its one argument straight from `CPython`'s vector of arguments (`METH_FASTCALL`), and `data`
-//! is a plain getter. Both call the same Rust methods the `PyO3` ones did, raise the same
-//! errors, and turn a panic into `PanicException`, as `PyO3` does; their signatures are
-//! unchanged (`feed(chunk)`, by position or by name).
+//! Why: a `PyO3` method wraps each call in generic argument parsing and bookkeeping. A stream
+//! read in small pieces makes several `feed` calls per event, and that wrapper is a good part
+//! of such a call: measured under callgrind (release build, the 10,000-event OpenAI stream of
+//! `benches/per_event.py` in random 1-64 byte reads, every event's `data` read), the framing
+//! loop costs 135.0M instructions through `PyO3`'s `feed` and 118.5M through this one (14%
+//! more); at 16 KiB reads the two are within 0.1%. The fold and `events` never call it (they
+//! read through `feed_folding`, `feed_stepping` and `feed_events`). `ServerSentEvent.data`
+//! was replaced here too; `PyO3`'s getter costs 2% at 16 KiB reads (34.9M against 34.2M), so
+//! it is `PyO3`'s again.
+//!
+//! `feed` takes its one argument straight from `CPython`'s vector of arguments
+//! (`METH_FASTCALL`), calls the same Rust method, raises the same errors, and turns a panic
+//! into `PanicException`, as `PyO3` does; its signature is unchanged (`feed(chunk)`, by
+//! position or by name).
 
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -21,16 +28,14 @@ use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple, PyTupleMethods, PyType};
 
-use super::sse::{SSEDecoder, ServerSentEvent};
+use super::sse::SSEDecoder;
 
 const FEED_DOC: &CStr =
     c"feed($self, chunk)\n--\n\nDecode one chunk of bytes; returns the events it completed.";
-const DATA_DOC: &CStr =
-    c"The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.";
 
-/// Put `feed` and `data` on their classes, in place of the `PyO3` ones (module init).
+/// Put `feed` on `SSEDecoder` (module init).
 pub fn install(py: Python<'_>) -> PyResult<()> {
-    // The method and getter tables must live as long as the classes: for the process.
+    // The method table must live as long as the class: for the process.
     let feed = Box::leak(Box::new(ffi::PyMethodDef {
         ml_name: c"feed".as_ptr(),
         ml_meth: ffi::PyMethodDefPointer {
@@ -46,21 +51,7 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
     let method = unsafe {
         Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(type_ptr(&decoder), feed))?
     };
-    decoder.setattr("feed", method)?;
-
-    let data = Box::leak(Box::new(ffi::PyGetSetDef {
-        name: c"data".as_ptr(),
-        get: Some(data),
-        set: None,
-        doc: DATA_DOC.as_ptr(),
-        closure: null_mut(),
-    }));
-    let event = py.get_type::<ServerSentEvent>();
-    // SAFETY: as above, with a getter table.
-    let getter = unsafe {
-        Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewGetSet(type_ptr(&event), data))?
-    };
-    event.setattr("data", getter)
+    decoder.setattr("feed", method)
 }
 
 fn type_ptr(ty: &Bound<'_, PyType>) -> *mut ffi::PyTypeObject {
@@ -135,20 +126,6 @@ unsafe fn only_argument(
     Err(PyTypeError::new_err(
         "SSEDecoder.feed() takes exactly one argument, chunk",
     ))
-}
-
-/// `ServerSentEvent.data`.
-///
-/// # Safety
-/// Called by `CPython` only, attached, as a getter of `ServerSentEvent` instances.
-unsafe extern "C" fn data(slf: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls getters attached to the interpreter.
-    let py = unsafe { Python::assume_attached() };
-    answer(py, || {
-        // SAFETY: `slf` is a borrowed reference valid for the call.
-        let slf = unsafe { Bound::from_borrowed_ptr(py, slf) };
-        Ok(slf.cast::<ServerSentEvent>()?.get().data(py))
-    })
 }
 
 /// What `CPython` expects back: a new reference, or null with the error set. A panic does not

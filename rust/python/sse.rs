@@ -165,6 +165,13 @@ impl ServerSentEvent {
         }
     }
 
+    /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
+    #[getter]
+    pub(crate) fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        self.text
+            .get_or_make(py, || str_from_utf8(py, &self.raw_bytes(py)))
+    }
+
     /// The data as the bytes received (UTF-8, not validated). Cheaper than `data` when only a
     /// part of the payload is wanted: the providers' chunk templates compare these bytes and
     /// decode only the varying part, so the whole `str` is never made.
@@ -278,13 +285,6 @@ impl ServerSentEvent {
     #[cold]
     fn not_json(&self, py: Python<'_>, e: &jiter::JsonError) -> PyErr {
         event_json_error(py, self.event.bind(py), self.data(py), e)
-    }
-
-    /// The data, decoded as UTF-8 (invalid bytes become U+FFFD); made on first access.
-    /// Python reads it through `fastcall`'s getter.
-    pub(crate) fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        self.text
-            .get_or_make(py, || str_from_utf8(py, &self.raw_bytes(py)))
     }
 
     /// The data as received (see `data_bytes`); joined when it came in pieces.
