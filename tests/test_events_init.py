@@ -151,12 +151,35 @@ def test_a_simple_class_of_its_own() -> None:
 
 @pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda c: c.__name__)
 def test_every_field_is_stored_in_one_call(cls: type) -> None:
-    """The ``__init__`` stores all fields through one ``SlotBuilder.fill`` call into Rust, not
+    """The ``__init__`` stores all fields through one ``SlotBuilder.init`` call into Rust, not
     one slot ``__set__`` call per field: calling an event class is most of a short stream's
-    cost of making its few events."""
-    code = init_of(cls).__code__
-    assert "_fill" in code.co_names
-    assert not [name for name in code.co_names if name.startswith("_set")]
+    cost of making its few events. No source is compiled for it (no ``exec``)."""
+    from streamfold._core import SlotBuilder
+
+    init = init_of(cls)
+    cells = dict(zip(init.__code__.co_freevars, init.__closure__, strict=True))
+    fill = cells["fill"].cell_contents
+    assert isinstance(fill.__self__, SlotBuilder)
+    assert fill.__name__ == "init"
+    assert init.__code__.co_filename.endswith("_frozen_init.py")
+
+
+def test_init_stores_nothing_for_a_call_it_does_not_take() -> None:
+    """``SlotBuilder.init`` answers ``False`` and stores nothing when the keywords name another
+    field or lack a required one: the dataclass's own ``__init__`` then raises its error."""
+    from streamfold._core import SlotBuilder
+    from streamfold._events import MessageStart
+
+    fields = [f.name for f in dataclasses.fields(MessageStart)]
+    builder = SlotBuilder(MessageStart, fields, (), {n: None for n in fields if n != "id"})
+    for kwargs in ({}, {"id": "a", "no_such_field": 1}):
+        event: Any = object.__new__(MessageStart)
+        assert builder.init(event, kwargs) is False
+        assert not [n for n in fields if hasattr(event, n)]
+    event = object.__new__(MessageStart)
+    assert builder.init(event, {"id": "a"}) is True
+    assert event.id == "a"
+    assert all(getattr(event, n) is None for n in fields if n != "id")
 
 
 def test_fill_stores_like_the_setters_and_checks_its_count() -> None:

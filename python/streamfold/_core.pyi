@@ -162,10 +162,16 @@ class SlotBuilder:
     ``object.__setattr__`` of each name in ``names`` to its value and of each ``fixed`` pair."""
 
     def __new__(
-        cls, type_: type, names: Sequence[str], fixed: Sequence[tuple[str, Any]], /
+        cls,
+        type_: type,
+        names: Sequence[str],
+        fixed: Sequence[tuple[str, Any]],
+        defaults: dict[str, Any] | None = None,
+        /,
     ) -> SlotBuilder: ...
     def build(self, *values: Any) -> Any: ...
     def fill(self, obj: Any, *values: Any) -> None: ...
+    def init(self, obj: Any, kwargs: dict[str, Any], /) -> bool: ...
 
 @final
 class TemplateCut:

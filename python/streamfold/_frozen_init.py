@@ -6,13 +6,17 @@ through a slot wrapper which copies its arguments into a new tuple and then look
 by name on the class: most of the cost of making an event, which was about 1.6 µs for a
 ``MessageStart``. Every provider makes a few such events per stream (start, block start and
 end, usage, finish), and some make one per chunk (Gemini's cumulative usage), so on short
-streams they are a good part of the whole.
+streams they are a good part of the whole: measured under callgrind (release build, one event
+per read), the ``dataclasses`` ``__init__`` makes a 5-event fold 6-10% dearer (Anthropic
+text 534,571 instructions against 485,691), a 500-event one 1.5-3%.
 
-:func:`fast_init` writes the same ``__init__`` (same signature, defaults, error messages and
-``__qualname__``) that stores every field in one call into Rust (``SlotBuilder.fill``): the
-generic attribute stores ``object.__setattr__`` makes, so the frozen ``__setattr__`` is
-skipped exactly as before, at about half the cost. Nothing else about the class changes
-(``__eq__``, ``__repr__``, ``__hash__``, ``replace``, pickling).
+:func:`fast_init` gives the class an ``__init__`` that stores every field in one call into
+Rust (``SlotBuilder.init``, which takes the keywords and the fields' defaults): the generic
+attribute stores ``object.__setattr__`` makes, so the frozen ``__setattr__`` is skipped exactly
+as before. Any call it does not take as it is (a positional argument, an unknown keyword, a
+required one missing) goes to the ``dataclasses`` ``__init__``, which raises its own error.
+The signature, ``__qualname__`` and the rest are the original's; nothing else about the class
+changes (``__eq__``, ``__repr__``, ``__hash__``, ``replace``, pickling).
 
 Only the simple case is rewritten: every field keyword-only and in ``__init__``, no default
 factory, no ``__post_init__``, each field a slot. Anything else keeps the ``dataclasses``
@@ -23,6 +27,7 @@ later cannot slip onto the slow path unnoticed).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 from typing import Any, TypeVar
 
@@ -51,27 +56,22 @@ def fast_init(cls: T) -> T:
         return cls
     if any(not isinstance(getattr(cls, f.name, None), types.MemberDescriptorType) for f in fields):
         return cls
-    names = [f.name for f in fields]
-    namespace: dict[str, Any] = {"_fill": _core.SlotBuilder(cls, tuple(names), ()).fill}
-    signature: list[str] = []
-    for k, f in enumerate(fields):
-        if f.default is dataclasses.MISSING:
-            signature.append(f.name)
-        else:
-            namespace[f"_default{k}"] = f.default
-            signature.append(f"{f.name}=_default{k}")
-    body = [f"    _fill(self, {', '.join(names)})"] if names else ["    pass"]
-    source = f"def __init__(self, *, {', '.join(signature)}):\n" + "\n".join(body)
-    # The source holds only the field names and references to values kept in `namespace`.
-    exec(source, namespace)
+    names = tuple(f.name for f in fields)
+    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    fill = _core.SlotBuilder(cls, names, (), defaults).init
     original = cls.__dict__["__init__"]
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__doc__ = original.__doc__
-    init.__annotations__ = dict(original.__annotations__)
-    setattr(init, _ORIGINAL, original)
-    type.__setattr__(cls, "__init__", init)
+
+    def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
+        if args or not fill(self, kwargs):
+            original(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    __init__.__doc__ = original.__doc__
+    __init__.__annotations__ = dict(original.__annotations__)
+    __init__.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
+    setattr(__init__, _ORIGINAL, original)
+    type.__setattr__(cls, "__init__", __init__)
     return cls
 
 

@@ -10,7 +10,7 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 /// `SlotBuilder(cls, names, fixed).build(*values)` is `obj = object.__new__(cls)`, then
 /// `object.__setattr__(obj, name, value)` for each of `names` with `values`, and for each
@@ -20,15 +20,19 @@ pub struct SlotBuilder {
     cls: Py<PyType>,
     names: Vec<Py<PyString>>,
     fixed: Vec<(Py<PyString>, Py<PyAny>)>,
+    /// The fields' defaults (`init`), by name.
+    defaults: Option<Py<PyDict>>,
 }
 
 #[pymethods]
 impl SlotBuilder {
     #[new]
+    #[pyo3(signature = (cls, names, fixed, defaults = None, /))]
     fn new(
         cls: Bound<'_, PyType>,
         names: Vec<Bound<'_, PyString>>,
         fixed: Vec<(Bound<'_, PyString>, Bound<'_, PyAny>)>,
+        defaults: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         // `object.__new__` refuses abstract classes; so does this, once, here.
         let abstract_ = cls
@@ -46,6 +50,7 @@ impl SlotBuilder {
                 .into_iter()
                 .map(|(n, v)| (n.unbind(), v.unbind()))
                 .collect(),
+            defaults: defaults.map(Bound::unbind),
         })
     }
 
@@ -74,6 +79,36 @@ impl SlotBuilder {
     fn fill(&self, obj: &Bound<'_, PyAny>, values: &Bound<'_, PyTuple>) -> PyResult<()> {
         self.check(values)?;
         self.store(obj, values)
+    }
+
+    /// `init(obj, kwargs)`: the stores of a keyword-only dataclass `__init__` called with
+    /// `kwargs`, each field absent from them taking its default (`defaults`). `False`, with
+    /// nothing stored, when `kwargs` name another field or lack one that has no default: the
+    /// caller then calls the dataclass's own `__init__`, for its exact error.
+    #[pyo3(signature = (obj, kwargs, /))]
+    fn init(&self, obj: &Bound<'_, PyAny>, kwargs: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let py = obj.py();
+        let defaults = self.defaults.as_ref().map(|d| d.bind(py));
+        let mut values = Vec::with_capacity(self.names.len());
+        let mut given = 0;
+        for name in &self.names {
+            let value = match kwargs.get_item(name)? {
+                Some(value) => {
+                    given += 1;
+                    value
+                }
+                None => match defaults.map(|d| d.get_item(name)).transpose()?.flatten() {
+                    Some(value) => value,
+                    None => return Ok(false),
+                },
+            };
+            values.push(value);
+        }
+        if given != kwargs.len() {
+            return Ok(false);
+        }
+        self.store(obj, &PyTuple::new(py, values)?)?;
+        Ok(true)
     }
 }
 
