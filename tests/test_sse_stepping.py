@@ -6,6 +6,7 @@ of input), the frames and errors come in the order and with the content ``feed``
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
@@ -60,8 +61,14 @@ def _stepped(reads: list[bytes], seed: int) -> list[Any]:
     rng = random.Random(seed)
     decoder = SSEDecoder(max_event_bytes=LIMIT)
     items: list[Any] = []
+
+    def step(chunk: bytes | None) -> Callable[[], list[Any] | None]:
+        if chunk is None:
+            return decoder.close
+        return lambda: decoder.feed_stepping(chunk)
+
     for chunk in [*reads, *[None] * 40]:
-        call = decoder.close if chunk is None else lambda c=chunk: decoder.feed_stepping(c)
+        call = step(chunk)
         while True:
             try:
                 frames = call()
@@ -93,8 +100,8 @@ def test_unarmed_steps_grow() -> None:
     decoder = SSEDecoder()
     frames = decoder.feed_stepping(b"".join(b"data: %d\n\n" % i for i in range(20)))
     sizes = [len(frames)]
-    while (frames := decoder.resume()) is not None:
-        sizes.append(len(frames))
+    while (more := decoder.resume()) is not None:
+        sizes.append(len(more))
     assert sizes == [1, 2, 4, 8, 5]
 
 

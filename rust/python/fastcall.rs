@@ -4,7 +4,7 @@
 //!
 //! Why: a `PyO3` method wraps each call in generic argument parsing and bookkeeping. A stream
 //! read in small pieces makes several `feed` calls per event, and that wrapper is a good part
-//! of such a call: measured under callgrind (release build, the 10,000-event OpenAI stream of
+//! of such a call: measured under callgrind (release build, the 10,000-event `OpenAI` stream of
 //! `benches/per_event.py` in random 1-64 byte reads, every event's `data` read), the framing
 //! loop costs 135.0M instructions through `PyO3`'s `feed` and 118.5M through this one (14%
 //! more); at 16 KiB reads the two are within 0.1%. The fold and `events` never call it (they

@@ -738,13 +738,15 @@ impl Cut {
     ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
         match self {
             Cut::Plain(cut) => Ok(cut.get().text_of(py, raw)?.map(|text| (None, text))),
-            Cut::Numbered { cut, sequence } => Ok(cut
-                .get()
-                .text_of(py, raw)?
-                .filter(|(number, _)| match (number, sequence) {
-                    (Some(number), Some(last)) => number > last,
-                    _ => true,
-                })),
+            Cut::Numbered { cut, sequence } => {
+                Ok(cut
+                    .get()
+                    .text_of(py, raw)?
+                    .filter(|(number, _)| match (number, sequence) {
+                        (Some(number), Some(last)) => number > last,
+                        _ => true,
+                    }))
+            }
         }
     }
 
@@ -1359,7 +1361,12 @@ impl SSEDecoder {
     /// (`None`: none); and reset them.
     fn take_folded(&self, py: Python<'_>) -> PyResult<(u64, u64, u64, Option<u64>)> {
         let path = &mut self.lock(py)?.folding;
-        let counts = (path.frames, path.bytes, path.characters, path.sequence.take());
+        let counts = (
+            path.frames,
+            path.bytes,
+            path.characters,
+            path.sequence.take(),
+        );
         (path.frames, path.bytes, path.characters) = (0, 0, 0);
         Ok(counts)
     }

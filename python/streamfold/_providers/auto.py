@@ -34,7 +34,6 @@ for :data:`MAX_UNDECIDED_FRAMES` frames, or to the end of the stream, raises
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from .._errors import ProtocolError, StreamError, StreamfoldError
