@@ -709,7 +709,6 @@ class Folder:
         (it took none past ``room``)."""
         self._room -= characters
 
-
     # -- results ------------------------------------------------------------------------------
 
     @property
