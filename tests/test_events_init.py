@@ -180,6 +180,10 @@ def test_init_stores_nothing_for_a_call_it_does_not_take() -> None:
     assert builder.init(event, {"id": "a"}) is True
     assert event.id == "a"
     assert all(getattr(event, n) is None for n in fields if n != "id")
+    # A keyword that is not the interned field name, but equal to it.
+    event = object.__new__(MessageStart)
+    assert builder.init(event, {"".join(["i", "d"]): "b"}) is True
+    assert event.id == "b"
 
 
 def test_fill_stores_like_the_setters_and_checks_its_count() -> None:

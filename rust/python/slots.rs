@@ -20,8 +20,8 @@ pub struct SlotBuilder {
     cls: Py<PyType>,
     names: Vec<Py<PyString>>,
     fixed: Vec<(Py<PyString>, Py<PyAny>)>,
-    /// The fields' defaults (`init`), by name.
-    defaults: Option<Py<PyDict>>,
+    /// The default of each of `names`, if it has one (`init`).
+    defaults: Vec<Option<Py<PyAny>>>,
 }
 
 #[pymethods]
@@ -32,7 +32,7 @@ impl SlotBuilder {
         cls: Bound<'_, PyType>,
         names: Vec<Bound<'_, PyString>>,
         fixed: Vec<(Bound<'_, PyString>, Bound<'_, PyAny>)>,
-        defaults: Option<Bound<'_, PyDict>>,
+        defaults: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         // `object.__new__` refuses abstract classes; so does this, once, here.
         let abstract_ = cls
@@ -43,6 +43,13 @@ impl SlotBuilder {
                 "SlotBuilder: cannot build an abstract class",
             ));
         }
+        let defaults = names
+            .iter()
+            .map(|name| match defaults {
+                Some(d) => d.get_item(name).map(|v| v.map(Bound::unbind)),
+                None => Ok(None),
+            })
+            .collect::<PyResult<_>>()?;
         Ok(SlotBuilder {
             cls: cls.unbind(),
             names: names.into_iter().map(Bound::unbind).collect(),
@@ -50,7 +57,7 @@ impl SlotBuilder {
                 .into_iter()
                 .map(|(n, v)| (n.unbind(), v.unbind()))
                 .collect(),
-            defaults: defaults.map(Bound::unbind),
+            defaults,
         })
     }
 
@@ -88,31 +95,58 @@ impl SlotBuilder {
     #[pyo3(signature = (obj, kwargs, /))]
     fn init(&self, obj: &Bound<'_, PyAny>, kwargs: &Bound<'_, PyDict>) -> PyResult<bool> {
         let py = obj.py();
-        let defaults = self.defaults.as_ref().map(|d| d.bind(py));
-        let mut values = Vec::with_capacity(self.names.len());
-        let mut given = 0;
-        for name in &self.names {
-            let value = match kwargs.get_item(name)? {
-                Some(value) => {
-                    given += 1;
-                    value
-                }
-                None => match defaults.map(|d| d.get_item(name)).transpose()?.flatten() {
-                    Some(value) => value,
-                    None => return Ok(false),
-                },
+        let mut values: Vec<Option<Bound<'_, PyAny>>> = vec![None; self.names.len()];
+        for (key, value) in kwargs {
+            let Some(k) = self.field_of(&key)? else {
+                return Ok(false);
             };
-            values.push(value);
+            values[k] = Some(value);
         }
-        if given != kwargs.len() {
-            return Ok(false);
+        for (value, default) in values.iter_mut().zip(&self.defaults) {
+            if value.is_none() {
+                match default {
+                    Some(default) => *value = Some(default.bind(py).clone()),
+                    None => return Ok(false),
+                }
+            }
         }
-        self.store(obj, &PyTuple::new(py, values)?)?;
+        for (name, value) in self.names.iter().zip(values.iter().flatten()) {
+            set_slot(obj, name, value)?;
+        }
+        for (name, value) in &self.fixed {
+            set_slot(obj, name, value.bind(py))?;
+        }
         Ok(true)
     }
 }
 
+/// `object.__setattr__(obj, name, value)`: the generic store, through the class's slot
+/// descriptor (a frozen dataclass's own `__setattr__` refuses).
+fn set_slot(obj: &Bound<'_, PyAny>, name: &Py<PyString>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: all three pointers are live for the call; -1 means an exception is set.
+    let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if rc < 0 {
+        Err(PyErr::fetch(obj.py()))
+    } else {
+        Ok(())
+    }
+}
+
 impl SlotBuilder {
+    /// Which of `names` the keyword `key` is: the same (interned) string object, as a call's
+    /// keywords and the dataclass's field names are, else an equal one.
+    fn field_of(&self, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        if let Some(k) = self.names.iter().position(|n| n.as_ptr() == key.as_ptr()) {
+            return Ok(Some(k));
+        }
+        for (k, name) in self.names.iter().enumerate() {
+            if key.eq(name)? {
+                return Ok(Some(k));
+            }
+        }
+        Ok(None)
+    }
+
     fn check(&self, values: &Bound<'_, PyTuple>) -> PyResult<()> {
         if values.len() == self.names.len() {
             return Ok(());
