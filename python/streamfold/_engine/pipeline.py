@@ -79,11 +79,14 @@ def _not_bytes(chunk: object) -> str:
 
 
 def produces_content(event: Event) -> bool:
-    """The event gives the answer some content: what :attr:`Folder.produced_content
-    <streamfold._engine.folder.Folder.produced_content>` finds in a fold, read from one event (text,
+    """The rule of what gives the answer content, read from one event: it adds text,
     reasoning, a plan or a refusal that is not empty, a tool call, a block's payload, a tool
-    result, media). A ``StreamError`` after such an event is not ``retryable_without_duplicate``,
-    in ``events()`` as in ``fold()``."""
+    result or media. (The decoder folds text in Rust only after a first delta of that block
+    went through the provider as an event, so ``produced`` is set by then.) After content, a
+    retry would show a second, different answer, so a ``StreamError`` is not
+    ``retryable_without_duplicate``. ``Folder.produced_content`` is the same rule read from a
+    fold's state, for a ``Folder`` fed events by hand; tests/test_retryable_agreement.py holds
+    the two to one answer on every stream."""
     cls = event.__class__
     if cls is BlockDelta:
         return bool(event.text) or event.kind in _CALL_KINDS  # type: ignore[attr-defined]
@@ -283,9 +286,6 @@ class Pipeline:
         The caller (``fold``) promises what ``Provider.folding_target`` says: ``sink`` is where
         those frames' deltas would be folded, and nothing else is folded until the decoder
         returns a frame."""
-        # ``produced`` is not asked for: the fold reads what the answer holds from its own
-        # blocks (``Folder.produced_content``), which the text the provider's direct path
-        # appended is in though no event was made for it.
         decoder = self._armable()
         if decoder is None:
             return None
@@ -714,9 +714,9 @@ class Pipeline:
                 self._misread_error(frames)
 
     def _note_content(self, out: list[Event]) -> None:
-        """Whether ``out`` gave the answer content; a provider's ``StreamError`` pending after
-        it is then retryable exactly as the fold says (``Folder.annotate_error``), whatever
-        the provider guessed from its own state."""
+        """Whether ``out`` gave the answer content (:func:`produces_content`); a provider's
+        ``StreamError`` pending after it is then retryable by that rule, whatever the provider
+        guessed from its own state."""
         if not self.produced:
             for event in out:  # a loop: a generator would be made on every read
                 if produces_content(event):
