@@ -7,6 +7,8 @@ pub mod jsonl;
 pub mod sse;
 pub mod surrogates;
 pub mod template;
+#[cfg(feature = "transport")]
+pub mod transport;
 pub mod utf8;
 
 #[cfg(feature = "python")]

@@ -87,6 +87,7 @@ from typing import Any, cast
 
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 
 from streamfold._types import ProviderName
 
@@ -510,7 +511,8 @@ class Seen:
 
     path: str
     query: dict[str, str]
-    headers: dict[str, str]
+    #: Looked up in any case, as HTTP names are (the native client sends them lower-cased).
+    headers: CIMultiDict[str]
     attempt: int
 
 
@@ -569,7 +571,7 @@ class StreamServer:
                 self._attempts[rid] = attempt + 1
             if rid or self.record:
                 self.requests.append(
-                    Seen(request.path, dict(request.query), dict(request.headers), attempt)
+                    Seen(request.path, dict(request.query), CIMultiDict(request.headers), attempt)
                 )
         return attempt
 
@@ -947,6 +949,9 @@ CLIENT_BACKENDS = {
     "httpx-async-trio": "trio",
     "aiohttp": "asyncio",
     "requests": "asyncio",
+    "native-sync": "asyncio",
+    "native-async-asyncio": "asyncio",
+    "native-async-trio": "trio",
 }
 
 
@@ -1344,7 +1349,149 @@ class Requests(Client):
         return seen
 
 
+class NativeSync(Client):
+    """``sf.Client`` read with the sync API: its reads wait in the core without the GIL."""
+
+    kind = "native-sync"
+
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
+        import streamfold as sf
+
+        with sf.Client() as client, client.stream("GET", url) as response:
+            return sf.fold(response, provider=provider, **options)
+
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
+        import streamfold as sf
+
+        with sf.Client() as client, client.stream("GET", url) as response:
+            return list(sf.events(response, provider=provider))
+
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
+        import streamfold as sf
+
+        with sf.Client() as client, client.stream("GET", url) as response:
+            return drain(sf.events(response, provider=provider))
+
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
+        import streamfold as sf
+
+        with sf.Client() as client, client.stream("GET", url) as response:
+            return sf.fold(response.iter_bytes(), provider=provider)
+
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
+        import streamfold as sf
+
+        with sf.Client() as client, client.stream("GET", url) as response:
+            return drain(sf.events(response.iter_bytes(), provider=provider))
+
+    async def fold_resumable(
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
+    ) -> Any:
+        import streamfold as sf
+
+        with sf.Client() as client:
+
+            def connect(cursor: sf.Cursor) -> Any:
+                params = {**query, **cursor.params}
+                return client.stream("GET", url, params=params, headers=cursor.headers)
+
+            return sf.fold_resumable(connect, provider=provider, **options)
+
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
+        import streamfold as sf
+
+        seen = 0
+        with sf.Client() as client:
+            opening = client.stream("GET", url)
+            response = opening.__enter__()
+            with contextlib.suppress(_Leave):
+                for _ in sf.events(response, provider=provider):
+                    seen += 1
+                    if seen == n:
+                        if raise_:
+                            raise _Leave
+                        break
+            assert response.is_closed
+        return seen
+
+
+class NativeAsync(Client):
+    """``sf.Client`` read with the async API, under asyncio or trio."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    async def fold(self, url: str, provider: ProviderName, **options: Any) -> Any:
+        import streamfold as sf
+
+        async with sf.Client() as client, client.stream("GET", url) as response:
+            return await sf.afold(response, provider=provider, **options)
+
+    async def events(self, url: str, provider: ProviderName) -> list[Any]:
+        import streamfold as sf
+
+        async with sf.Client() as client, client.stream("GET", url) as response:
+            return [event async for event in sf.aevents(response, provider=provider)]
+
+    async def events_until_error(self, url: str, provider: ProviderName) -> Drained:
+        import streamfold as sf
+
+        async with sf.Client() as client, client.stream("GET", url) as response:
+            return await adrain(sf.aevents(response, provider=provider))
+
+    async def fold_body(self, url: str, provider: ProviderName) -> Any:
+        import streamfold as sf
+
+        async with sf.Client() as client, client.stream("GET", url) as response:
+            return await sf.afold(response.aiter_bytes(), provider=provider)
+
+    async def events_of_body_until_error(self, url: str, provider: ProviderName) -> Drained:
+        import streamfold as sf
+
+        async with sf.Client() as client, client.stream("GET", url) as response:
+            return await adrain(sf.aevents(response.aiter_bytes(), provider=provider))
+
+    async def fold_resumable(
+        self, url: str, provider: ProviderName, query: dict[str, Any], **options: Any
+    ) -> Any:
+        import streamfold as sf
+
+        async with sf.Client() as client:
+
+            def connect(cursor: sf.Cursor) -> Any:
+                params = {**query, **cursor.params}
+                return client.stream("GET", url, params=params, headers=cursor.headers)
+
+            return await sf.afold_resumable(connect, provider=provider, **options)
+
+    async def read_then_leave(
+        self, url: str, provider: ProviderName, n: int, *, raise_: bool
+    ) -> int:
+        import streamfold as sf
+
+        seen = 0
+        async with sf.Client() as client:
+            response = await client.stream("GET", url).__aenter__()
+            events = cast("AsyncGenerator[Any, None]", sf.aevents(response, provider=provider))
+            with contextlib.suppress(_Leave):
+                async with contextlib.aclosing(events):
+                    async for _ in events:
+                        seen += 1
+                        if seen == n:
+                            if raise_:
+                                raise _Leave
+                            break
+            assert response.is_closed
+        return seen
+
+
 def make_client(kind: str) -> Client:
+    if kind == "native-sync":
+        return NativeSync()
+    if kind.startswith("native-async"):
+        return NativeAsync(kind)
     if kind == "httpx-sync":
         return HttpxSync()
     if kind.startswith("httpx-async"):

@@ -1131,11 +1131,21 @@ async def test_the_other_kind_of_client_says_which_function_takes_it(
     assert len(stream_server.seen("wrong-client")) == 1
 
 
-def test_stream_without_httpx_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_stream_needs_no_httpx(
+    anyio_backend: str, stream_server: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sf.stream without client= raised ModuleNotFoundError (pip install streamfold[httpx]);
+    # the shared sf.Client makes the request now.
     monkeypatch.setitem(sys.modules, "httpx", None)  # `import httpx` fails as if not installed
-    for make in (sf.stream, sf.astream):
-        with pytest.raises(ModuleNotFoundError, match=r"pip install streamfold\[httpx\]"):
-            make("GET", "http://127.0.0.1:9/", provider="openai")
+    provider, _, body = STREAMS["onecortex"]
+    url = stream_server.url("/stream/onecortex")
+    expected = sf.fold([body], provider=provider)
+    with sf.stream("GET", url, provider=provider) as s:
+        assert s.fold() == expected
+    async with sf.astream("GET", url, provider=provider) as a:
+        assert await a.fold() == expected
 
 
 # -- the wrong response for the API --------------------------------------------------------------

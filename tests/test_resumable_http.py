@@ -355,8 +355,9 @@ async def test_astream_idle_timeout_covers_a_first_request_that_never_answers(
 ) -> None:
     # The first request too: nothing for idle_timeout is an IdleTimeoutError, as it is on a
     # reconnection (it was httpx's ReadTimeout, which `except sf.StreamfoldError` and
-    # `except TimeoutError` let through), with httpx's exception as its cause.
-    import httpx
+    # `except TimeoutError` let through), with the client's exception as its cause (the
+    # shared sf.Client's read timeout here).
+    from streamfold import _transport
 
     params = {"rid": rid, "head_stall": 5}
     url = stream_server.url("/stream/onecortex")
@@ -366,27 +367,35 @@ async def test_astream_idle_timeout_covers_a_first_request_that_never_answers(
         ) as s:
             await s.fold()
     check_no_response(info.value, "onecortex")
-    assert isinstance(info.value.__cause__, httpx.ReadTimeout)
+    assert isinstance(info.value.__cause__, _transport.ReadTimeout)
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
+@pytest.mark.parametrize("client_of", ["native", "httpx"])
 @pytest.mark.parametrize("enter", ["with", "fold"])
 def test_stream_idle_timeout_covers_a_first_request_that_never_answers(
-    stream_server: StreamServer, rid: str, enter: str
+    stream_server: StreamServer, rid: str, enter: str, client_of: str
 ) -> None:
     import httpx
 
+    from streamfold import _transport
+
     params = {"rid": rid, "head_stall": 5}
     url = stream_server.url("/stream/onecortex")
-    stream = sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=0.3)
-    with pytest.raises(sf.StreamfoldError) as info:
-        if enter == "with":
-            with stream:
-                pass
-        else:
-            stream.fold()
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(httpx.Client()) if client_of == "httpx" else None
+        stream = sf.stream(
+            "GET", url, provider="onecortex", params=params, idle_timeout=0.3, client=client
+        )
+        with pytest.raises(sf.StreamfoldError) as info:
+            if enter == "with":
+                with stream:
+                    pass
+            else:
+                stream.fold()
     check_no_response(info.value, "onecortex")
-    assert isinstance(info.value.__cause__, httpx.ReadTimeout)
+    expected = httpx.ReadTimeout if client_of == "httpx" else _transport.ReadTimeout
+    assert isinstance(info.value.__cause__, expected)
     assert stream_server.wait_disconnect(rid, 2.0)
 
 
@@ -401,10 +410,35 @@ def test_stream_own_shorter_read_timeout_stays_httpx_read_timeout(
     url = stream_server.url("/stream/onecortex")
     timeout = httpx.Timeout(5.0, read=0.3)
     with (
+        httpx.Client() as client,
         pytest.raises(httpx.ReadTimeout),
-        sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=5, timeout=timeout),
+        sf.stream(
+            "GET",
+            url,
+            provider="onecortex",
+            params=params,
+            idle_timeout=5,
+            timeout=timeout,
+            client=client,
+        ),
     ):
         pass
+    assert stream_server.wait_disconnect(rid, 2.0)
+
+
+def test_native_own_shorter_read_timeout_stays_the_clients(
+    stream_server: StreamServer, rid: str
+) -> None:
+    from streamfold import _transport
+
+    params = {"rid": rid, "head_stall": 5}
+    url = stream_server.url("/stream/onecortex")
+    with (
+        pytest.raises(_transport.ReadTimeout) as info,
+        sf.stream("GET", url, provider="onecortex", params=params, idle_timeout=5, timeout=0.3),
+    ):
+        pass
+    assert not isinstance(info.value, sf.StreamfoldError)
     assert stream_server.wait_disconnect(rid, 2.0)
 
 

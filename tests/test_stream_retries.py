@@ -309,10 +309,18 @@ def _refused_port() -> int:
 async def test_a_refused_connection_is_retried_even_for_an_agent_post(
     kind: str, anyio_backend: str, waits: list[float]
 ) -> None:
+    from streamfold import _transport
+
     url = f"http://127.0.0.1:{_refused_port()}/invoke"
-    with pytest.raises(httpx.ConnectError) as info:
+    with pytest.raises(_transport.ConnectError) as info:  # the shared sf.Client's
         await _fold(kind, "POST", url, "onecortex", **FAST)
     assert getattr(info.value, "attempts", None) == 3  # the request never left: safe
+    assert len(waits) == 2
+    waits.clear()
+    client = httpx.Client() if kind == "sync" else httpx.AsyncClient()
+    with pytest.raises(httpx.ConnectError) as httpx_info:
+        await _fold(kind, "POST", url, "onecortex", client=client, **FAST)
+    assert getattr(httpx_info.value, "attempts", None) == 3  # the request never left: safe
     assert len(waits) == 2
 
 
@@ -419,9 +427,15 @@ async def test_cancelled_during_the_wait_leaves_no_response_open(
             async with client.stream("GET", stream_server.url("/stream/onecortex")) as response:
                 assert (await sf.afold(response, provider="onecortex")).complete
         else:
-            # The temporary client (and so its connection) was closed.
-            temporary: Any = made[0]._client
-            assert temporary is not None and temporary.is_closed
+            # The shared client stays open for other streams; nothing of this one is: no
+            # response was kept, and the next stream through the same client reads.
+            shared: Any = made[0]._client
+            assert made[0].response is None and not shared.is_closed
+            async with sf.astream(
+                "GET", stream_server.url("/stream/onecortex"), provider="onecortex"
+            ) as again:
+                assert again._client is shared
+                assert (await again.fold()).complete
 
 
 def test_max_retries_is_checked() -> None:

@@ -73,6 +73,7 @@ from ._resume.drivers import (
     events_resumable,
     fold_resumable,
 )
+from ._transport import Client
 from ._types import ProviderName
 from ._writers import Writer
 
@@ -87,6 +88,7 @@ __all__ = [
     "BlockStart",
     "Citation",
     "CitationAdded",
+    "Client",
     "ConnectionLostError",
     "Cursor",
     "Event",

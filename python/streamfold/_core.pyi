@@ -7,6 +7,9 @@ __all__ = [
     "JsonAccumulator",
     "JsonChange",
     "JsonLinesDecoder",
+    "NativeClient",
+    "NativeHub",
+    "NativeStream",
     "NumberedCut",
     "SSEDecoder",
     "ServerSentEvent",
@@ -20,6 +23,7 @@ __all__ = [
     "json_frame",
     "learn_cut",
     "register_errors",
+    "register_transport_errors",
 ]
 
 __version__: str
@@ -32,6 +36,7 @@ def register_errors(
     invalid_json: type[Exception],
     incomplete_json: type[Exception],
 ) -> None: ...
+def register_transport_errors(*classes: type[Exception]) -> None: ...
 def json_frame(head: bytes, text: str, tail: bytes) -> bytes:
     """``head`` + ``text`` escaped as the inside of a JSON string + ``tail``."""
 
@@ -206,3 +211,50 @@ class NumberedCut:
         padding_end: bytes | None = None,
     ) -> NumberedCut: ...
     def read(self, frame: object) -> tuple[int | None, str] | None: ...
+
+@final
+class NativeClient:
+    def __new__(
+        cls,
+        *,
+        verify: bool,
+        ca_pem: bytes | None,
+        identity_pem: bytes | None,
+        proxy: str | None,
+        connect_timeout: float | None,
+        http2: bool,
+    ) -> NativeClient: ...
+    def start(
+        self,
+        method: str,
+        url: str,
+        headers: Sequence[tuple[str, bytes]],
+        body: bytes | None,
+        read_timeout: float | None,
+        max_redirects: int,
+        hub: NativeHub | None = None,
+    ) -> NativeStream: ...
+    def close(self) -> None: ...
+    @staticmethod
+    def check_headers(headers: Sequence[tuple[str, bytes]]) -> None: ...
+
+@final
+class NativeHub:
+    def __new__(cls, fd: int) -> NativeHub: ...
+    def drain(self) -> list[int]: ...
+    def close(self) -> None: ...
+
+#: A response's head: status, reason, HTTP version, header pairs, URL.
+_Head = tuple[int, str, str, list[tuple[str, bytes]], str]
+
+@final
+class NativeStream:
+    @property
+    def id(self) -> int: ...
+    def try_head(self) -> _Head | None: ...
+    def wait_head(self) -> _Head: ...
+    def read(self) -> bytes: ...
+    def try_read(self) -> bytes | None: ...
+    def set_batch(self, batch: int) -> None: ...
+    def complete(self) -> bool: ...
+    def close(self) -> None: ...

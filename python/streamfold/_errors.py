@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._core import register_errors
+from ._core import register_errors, register_transport_errors
 
 if TYPE_CHECKING:
     from ._message import Message
@@ -311,5 +311,99 @@ def add_hint(exc: _E, hint: str, detected: str | None) -> _E:
     return exc
 
 
+# -- the native HTTP client's (sf.Client): named and nested as httpx's are, so code that tells
+# them apart by kind reads the same, and builtin kinds too: a failed connection is an OSError
+# (a timeout a TimeoutError), a request refused before it is sent a ValueError. Here, at the
+# bottom, so that the adapters and the resumable drivers can tell them apart; raised by the
+# core (rust/python/client.rs).
+
+
+class HTTPError(Exception):
+    """Any error of the native client."""
+
+
+class InvalidURL(HTTPError, ValueError):
+    """The URL does not parse or has no host: nothing was sent."""
+
+
+class UnsupportedProtocol(HTTPError, ValueError):
+    """A URL scheme other than http and https: nothing was sent."""
+
+
+class LocalProtocolError(HTTPError, ValueError):
+    """A request HTTP cannot carry (a header with CR or LF, a bad method, a body that is not
+    bytes): nothing was sent."""
+
+
+class ClientConfigError(HTTPError, ValueError):
+    """The client's settings: an unreadable CA bundle or certificate, a bad proxy URL."""
+
+
+class TooManyRedirects(HTTPError):
+    """More redirects than ``max_redirects``."""
+
+
+class TransportError(HTTPError, OSError):
+    """The connection failed."""
+
+
+class NetworkError(TransportError):
+    """The connection failed after it was made."""
+
+
+class ConnectError(NetworkError):
+    """The connection could not be made (refused, DNS, TLS): the request was not sent."""
+
+
+class ReadError(NetworkError):
+    """The connection failed while the response was read (or awaited): the request may have
+    arrived."""
+
+
+class RemoteProtocolError(NetworkError):
+    """The server broke HTTP."""
+
+
+class StreamClosed(ReadError):
+    """The response was closed (by ``close()``, maybe from another thread) while it was read."""
+
+
+class DecodingError(TransportError):
+    """The body's content encoding (gzip, br) broke."""
+
+
+class TimeoutException(TransportError, TimeoutError):
+    """A wait took longer than its timeout."""
+
+    #: The timeout that fired, in seconds.
+    timeout: float | None = None
+
+
+class ConnectTimeout(TimeoutException):
+    """Connecting took longer than ``connect_timeout``: the request was not sent."""
+
+
+class ReadTimeout(TimeoutException):
+    """Nothing arrived for the read timeout (the response's head, or the body's next bytes)."""
+
+
+class PoolTimeout(TimeoutException):
+    """Never raised (the pool does not limit connections); here for code that names it."""
+
+
 # The core raises these classes: it is handed them once, here, and never looks one up by name.
 register_errors(ProtocolError, InvalidEventJsonError, InvalidJsonError, IncompleteJsonError)
+# In the order of the core's kinds of transport error (rust/transport/error.rs, Kind).
+register_transport_errors(
+    InvalidURL,
+    UnsupportedProtocol,
+    LocalProtocolError,
+    ClientConfigError,
+    ConnectError,
+    ConnectTimeout,
+    ReadTimeout,
+    ReadError,
+    DecodingError,
+    TooManyRedirects,
+    StreamClosed,
+)

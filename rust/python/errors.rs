@@ -14,6 +14,7 @@ use pyo3::IntoPyObjectExt;
 use crate::json::JsonError;
 use crate::jsonl;
 use crate::sse::SseError;
+use crate::transport;
 
 /// The classes of `streamfold._errors` that Rust raises.
 struct Classes {
@@ -45,6 +46,36 @@ pub fn register_errors(
             incomplete_json: incomplete_json.unbind(),
         },
     );
+}
+
+/// The native client's classes, in the order of `transport::Kind`.
+static TRANSPORT_CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+/// Called by `streamfold._errors` at import, with the native client's classes, one per kind
+/// of `transport::Error` in the order of `transport::Kind`.
+#[pyfunction]
+#[pyo3(signature = (*classes))]
+pub fn register_transport_errors(py: Python<'_>, classes: Vec<Bound<'_, PyType>>) {
+    let _ = TRANSPORT_CLASSES.set(py, classes.into_iter().map(Bound::unbind).collect());
+}
+
+/// A native client's error as its class, with the timeout that fired for a read timeout.
+#[cold]
+pub fn transport_error(py: Python<'_>, err: &transport::Error) -> PyErr {
+    let Some(class) = TRANSPORT_CLASSES
+        .get(py)
+        .and_then(|classes| classes.get(err.kind as usize))
+    else {
+        return PyRuntimeError::new_err(format!("streamfold._errors is not loaded: {err}"));
+    };
+    let build = || -> PyResult<PyErr> {
+        let exc = class.bind(py).call1((err.message.as_str(),))?;
+        if let Some(timeout) = err.timeout {
+            exc.setattr("timeout", timeout)?;
+        }
+        Ok(PyErr::from_value(exc))
+    };
+    build().unwrap_or_else(|e| e)
 }
 
 /// `class(message, **kwargs)` as a `PyErr`.

@@ -1,6 +1,7 @@
 //! The Python bindings: the only module that uses pyo3. Decoders are frozen pyclasses over a
 //! mutex, so sharing one between threads serialises instead of racing, free-threaded or not.
 
+mod client;
 mod encode;
 mod errors;
 mod fastcall;
@@ -15,9 +16,11 @@ mod text;
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     #[pymodule_export]
+    use super::client::{NativeClient, NativeHub, NativeStream};
+    #[pymodule_export]
     use super::encode::{encode_sse, encode_sse_comment, json_frame};
     #[pymodule_export]
-    use super::errors::register_errors;
+    use super::errors::{register_errors, register_transport_errors};
     #[pymodule_export]
     use super::json::{JsonAccumulator, JsonChange};
     #[pymodule_export]

@@ -4,7 +4,6 @@ that keep credentials with the origin they were given for."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 from collections.abc import (
     AsyncGenerator,
@@ -12,17 +11,19 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any
 
+from .. import _transport
 from .._io.checks import SSE_TYPES, expected_types
 from .._io.detect import httpx_module
+from .._transport import Client as NativeClient
+from .._transport import merge_cursor as native_merge_cursor
 
 if TYPE_CHECKING:
-    import ssl
-
     from .._resume.drivers import Cursor
 
 
-#: Timeouts of the temporary client ``stream()`` makes: LLM streams can be silent for minutes
-#: (reasoning models), so reads get the OpenAI and Anthropic SDKs' 600 s; connecting gets 5 s.
+#: Timeouts (read, connect) of the shared client ``stream()`` uses without ``client=`` (the
+#: ``sf.Client`` defaults): LLM streams can be silent for minutes (reasoning models), so reads
+#: get the OpenAI and Anthropic SDKs' 600 s; connecting gets 5 s.
 DEFAULT_TIMEOUT = (600.0, 5.0)
 
 
@@ -32,6 +33,8 @@ DEFAULT_TIMEOUT = (600.0, 5.0)
 def merge_cursor(
     url: Any, request_kwargs: dict[str, Any], cursor: Cursor, client: object = None
 ) -> dict[str, Any]:
+    if client.__class__ is NativeClient:
+        return native_merge_cursor(url, request_kwargs, cursor.params, cursor.headers)
     # The client's own module: an httpx2 client reads httpx's Headers as a plain mapping, and
     # encodes its values in ASCII (a non-ASCII SSE id raised UnicodeEncodeError reconnecting).
     httpx = client_module(client)
@@ -191,25 +194,12 @@ def names_header(headers: Any, name: str) -> bool:
     return name in header_names(header_pairs(headers))
 
 
-@functools.cache
-def ssl_context() -> ssl.SSLContext:
-    """The SSL context of every temporary client ``stream()`` / ``astream()`` makes.
-
-    httpx makes a new one for each client it builds, loading certifi's CA bundle: 20-30 ms of
-    CPU, which a stream opened without ``client=`` paid every time, inside the event loop for
-    ``astream``. One context serves every client (OpenSSL contexts are shared safely between
-    connections and threads); it is made as httpx makes it (``SSL_CERT_FILE`` /
-    ``SSL_CERT_DIR`` honoured, else certifi).
-    """
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
 def client_module(client: object) -> Any:
     """The module of ``client``'s classes: httpx2 for an ``httpx2.Client`` or ``AsyncClient``
-    (the OpenAI and Anthropic SDKs' own client), else httpx. Its timeouts and exceptions are
-    that module's."""
+    (the OpenAI and Anthropic SDKs' own client), ``streamfold._transport`` for an
+    ``sf.Client``, else httpx. Its timeouts and exceptions are that module's."""
+    if client.__class__ is NativeClient:
+        return _transport
     module = httpx_module(client, ("Client", "AsyncClient"))
     if module is not None:
         return module
@@ -221,8 +211,8 @@ def client_module(client: object) -> Any:
 def check_client(client: object, *, asynchronous: bool) -> None:
     """Refuse the other kind of httpx client, saying which function takes it (it failed at
     the request, with a TypeError about context manager protocols)."""
-    if client is None:
-        return
+    if client is None or client.__class__ is NativeClient:
+        return  # one sf.Client serves both
     httpx = client_module(client)
 
     if asynchronous and isinstance(client, httpx.Client):

@@ -24,17 +24,19 @@ from .._io.checks import retry_after_wait, retry_kind
 from .._io.failures import is_read_timeout
 from .._io.sync import check_response
 from .._providers import check_provider_name
+from .._read.fold import afold_into
 from .._resume.drivers import aevents_resumable, events_resumable
+from .._transport import Client as NativeClient
+from .._transport import Response as NativeResponse
+from .._transport import shared_client
 from .._types import ProviderName
 from .request import (
-    DEFAULT_TIMEOUT,
     aopen_stream,
     check_client,
     client_module,
     merge_cursor,
     names_header,
     open_stream,
-    ssl_context,
     with_stream_headers,
 )
 from .retry import (
@@ -77,17 +79,8 @@ class _StreamBase:
         max_message_bytes: int,
         request_kwargs: dict[str, Any],
     ) -> None:
-        try:
-            # Each request is made with httpx; with httpx2 for an httpx2 client (the OpenAI and
-            # Anthropic SDKs install httpx2 alone).
-            client_module(client)
-        except ImportError as exc:
-            raise ModuleNotFoundError(
-                "sf.stream() and sf.astream() make the request with httpx, which is not "
-                "installed: pip install streamfold[httpx] (or pass client= an httpx2 client, "
-                "or hand sf.events / sf.fold the response of your own client)",
-                name="httpx",
-            ) from exc
+        # Without a client, the shared sf.Client makes the request: nothing else is needed.
+        client = shared_client() if client is None else client
         check_provider_name(provider)
         check_max_event_bytes(max_event_bytes)
         check_max_message_bytes(max_message_bytes)
@@ -155,6 +148,10 @@ class _StreamBase:
         idle = self._resume_options["idle_timeout"]
         if idle is None:
             return kwargs
+        if client.__class__ is NativeClient:
+            # The native read timeout bounds the head and each read alike.
+            read = kwargs.get("timeout", client.timeout)
+            return {**kwargs, "timeout": idle if read is None else min(read, idle)}
         httpx = client_module(client)  # an httpx2 client compares only httpx2's Timeout
 
         try:
@@ -339,13 +336,6 @@ class EventStream(_StreamBase):
 
     def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
         client = self._client
-        if client is None:
-            import httpx
-
-            read, connect = DEFAULT_TIMEOUT
-            client = self._client = self._stack.enter_context(
-                httpx.Client(timeout=httpx.Timeout(read, connect=connect), verify=ssl_context())
-            )
         while True:
             response: httpx.Response | None = None
             try:
@@ -531,15 +521,6 @@ class AsyncEventStream(_StreamBase):
 
     async def _send(self, kwargs: dict[str, Any]) -> httpx.Response:
         client = self._client
-        if client is None:
-            import httpx
-
-            read, connect = DEFAULT_TIMEOUT
-            client = self._client = await self._stack.enter_async_context(
-                httpx.AsyncClient(
-                    timeout=httpx.Timeout(read, connect=connect), verify=ssl_context()
-                )
-            )
         while True:
             response: httpx.Response | None = None
             try:
@@ -627,9 +608,33 @@ class AsyncEventStream(_StreamBase):
 
     async def fold(self) -> Message:
         """Read the rest of the stream and return the final message (see ``EventStream``)."""
+        if self._iterator is None and not self._resume and not self._closed:
+            await self.open()
+            response: Any = self.response
+            if response.__class__ is NativeResponse and (
+                self._resume_options["idle_timeout"] is None
+            ):
+                # Nothing read yet, nothing to resume: the body is folded where the event
+                # loop drains it, this task woken once, at the end (``afold_into``).
+                return await self._fold_native(response)
         async for _ in self:
             pass
         return self._result()
+
+    async def _fold_native(self, response: NativeResponse) -> Message:
+        try:
+            return await afold_into(
+                response,
+                self.folder,
+                provider=self.provider,
+                strict=self._strict,
+                max_event_bytes=self._max_event_bytes,
+            )
+        except StreamfoldError as exc:
+            self._error = exc
+            raise
+        finally:
+            await self.aclose()
 
     async def aclose(self) -> None:
         """Close the response (and the temporary client). Safe to call twice, and from
@@ -656,10 +661,13 @@ class _Closed(Exception):
     """Raised into the resumable machinery when ``close()`` ended its connection."""
 
 
-def _shutdown_read(response: httpx.Response | None) -> None:
+def _shutdown_read(response: httpx.Response | NativeResponse | None) -> None:
     """End a read blocked on ``response``'s connection in another thread: its socket (httpx's
     ``network_stream`` extension) is shut down, which wakes the read; best effort."""
     if response is None:
+        return
+    if response.__class__ is NativeResponse:
+        response.close()  # wakes the blocked read
         return
     network_stream = response.extensions.get("network_stream")
     get_extra_info = getattr(network_stream, "get_extra_info", None)
@@ -709,7 +717,7 @@ def stream(
     url: Any,
     *,
     provider: ProviderName,
-    client: httpx.Client | httpx2.Client | None = None,
+    client: httpx.Client | httpx2.Client | NativeClient | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     resume: bool = False,
@@ -777,7 +785,7 @@ def astream(
     url: Any,
     *,
     provider: ProviderName,
-    client: httpx.AsyncClient | httpx2.AsyncClient | None = None,
+    client: httpx.AsyncClient | httpx2.AsyncClient | NativeClient | None = None,
     strict: bool = False,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     resume: bool = False,

@@ -46,6 +46,7 @@ class FoldDriver:
     __slots__ = (
         "_dispatch",
         "_folder",
+        "_folding",
         "_pipeline",
         "_resolve",
         "_resume",
@@ -61,6 +62,8 @@ class FoldDriver:
         self._resolve = folder._function_for
         self._pipeline = pipeline
         self._stepping = False
+        #: The folding path armed for the next pushed read (``push``).
+        self._folding: FeedFolding | None = None
         #: The SSE decoder's ``resume``, once the pipeline has its decoder.
         self._resume: Callable[[], list[Any] | None] | None = None
         if pipeline is not None and direct:
@@ -126,6 +129,20 @@ class FoldDriver:
             if not rest:  # the read is all folded
                 return folding
             events = pipeline.feed_folded(rest)
+
+    def push(self, chunk: bytes) -> None:
+        """Fold one read handed over by its source (a native response, from the event loop's
+        drain), as the loops of ``fold`` and ``afold`` fold each read they pull."""
+        folding = self._folding
+        frames: list[Any] | ProtocolError | None = None
+        if folding is not None:
+            try:
+                frames = folding(chunk)
+            except ProtocolError as exc:
+                frames = exc
+            if frames is not None and not frames:
+                return
+        self._folding = self.step(chunk, frames)
 
     def __call__(self, events: Sequence[Event]) -> None:
         if not events:

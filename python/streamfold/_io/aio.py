@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
+    Callable,
 )
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from .checks import (
 from .detect import (
     as_aiohttp,
     as_httpx,
+    as_native,
     as_requests,
     httpx_module,
     not_a_response,
@@ -120,7 +122,7 @@ async def _aiter_aiohttp(response: Any) -> AsyncGenerator[bytes]:
 @contextlib.asynccontextmanager
 async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
     """Async twin of :func:`sync_response_chunks` for httpx (``AsyncClient``) and aiohttp."""
-    chunks: AsyncGenerator[bytes]
+    chunks: AsyncGenerator[bytes] | _NativeBody
     if as_requests(source) is not None:
         raise TypeError(
             "a requests.Response is read synchronously: use sf.events / sf.fold "
@@ -129,6 +131,14 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
     if as_aiohttp(source) is not None:
         await acheck_response(source, provider)
         chunks = _aguard(_aiter_aiohttp(source), provider)
+    elif as_native(source) is not None:
+        if not source.opened_async:
+            raise TypeError(
+                "this sf.Client response was opened with `with`: read it with sf.events / "
+                "sf.fold (or open it with `async with`)"
+            )
+        await acheck_response(source, provider)
+        chunks = _NativeBody(source, provider)
     else:
         response = as_httpx(source)
         if response is None:
@@ -154,6 +164,50 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
             await chunks.aclose()
         finally:
             await _aclose_response(source, complete=complete and _at_eof(source))
+
+
+class _NativeBody:
+    """An ``sf.Client`` response's body for the async API, a connection failing mid-body
+    raised as ``ConnectionLostError`` (as ``_aguard``): iterated a read at a time, or pumped
+    (``pump(feed)``: the body handed to ``feed`` from the event loop's drain, the task woken
+    only at the end; ``afold`` folds so)."""
+
+    __slots__ = ("_provider", "_response", "_seen")
+
+    def __init__(self, response: Any, provider: str) -> None:
+        self._response = response
+        self._provider = provider
+        self._seen = 0
+
+    def __aiter__(self) -> _NativeBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk: bytes = await self._response.aread_chunk()
+        except Exception as exc:
+            if is_transport_error(exc):
+                raise connection_lost(self._provider, self._seen, exc) from exc
+            raise
+        if not chunk:
+            raise StopAsyncIteration
+        self._seen += len(chunk)
+        return chunk
+
+    async def pump(self, feed: Callable[[bytes], object]) -> None:
+        def counted(chunk: bytes) -> None:
+            self._seen += len(chunk)
+            feed(chunk)
+
+        try:
+            await self._response.apump(counted)
+        except Exception as exc:
+            if is_transport_error(exc):
+                raise connection_lost(self._provider, self._seen, exc) from exc
+            raise
+
+    async def aclose(self) -> None:
+        """The response is closed by whoever opened the body (``async_response_chunks``)."""
 
 
 def _at_eof(response: Any) -> bool:

@@ -57,11 +57,21 @@ def as_requests(source: object) -> Any:
     return None
 
 
+def as_native(source: object) -> Any:
+    """A response of ``sf.Client`` (``_transport``, a layer above), which its class declares
+    (``streamfold_native``): it reads itself, ``iter_bytes()`` waiting without the GIL, or
+    ``aread_chunk()`` / ``apump(feed)`` in the event loop (see ``_transport/_response.py``)."""
+    if getattr(source.__class__, "streamfold_native", False) is True:
+        return source
+    return None
+
+
 def is_response(source: object) -> bool:
     """A response of a supported client, read through its adapter (some are iterable
     themselves, as ``requests.Response``; the clients' byte iterators are plain iterables)."""
     return (
-        as_httpx(source) is not None
+        as_native(source) is not None
+        or as_httpx(source) is not None
         or as_aiohttp(source) is not None
         or as_requests(source) is not None
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._errors import ConnectionLostError, IdleTimeoutError, StreamfoldError
+from .._errors import ConnectionLostError, IdleTimeoutError, ReadTimeout, StreamfoldError
 from .detect import HTTPX_MODULES
 
 __all__ = [
@@ -95,6 +95,8 @@ def is_read_timeout(exc: BaseException, idle_timeout: float) -> bool:
     ``idle_timeout``; a longer one bounded a wait that ``idle_timeout`` does not (a response's
     head, with the sync forms' own ``connect``)."""
     error: Any = client_error(exc)  # an httpx or httpx2 ReadTimeout, once checked
+    if isinstance(error, ReadTimeout):  # sf.Client's: it carries the timeout that fired
+        return error.timeout is None or error.timeout == idle_timeout
     if not any(
         isinstance(error, module.ReadTimeout)
         for module in map(sys.modules.get, HTTPX_MODULES)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import httpx2
     import requests
 
+    from .._transport import Response as NativeResponse
+
     #: What the sync API reads (``events``, ``fold``): an iterable of bytes chunks (a list, a
     #: file, ``response.iter_bytes()``) or the response of a sync HTTP client. A ``str`` or a
     #: whole ``bytes`` body is refused (``[body]`` is one chunk).
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
         | httpx.Response
         | httpx2.Response
         | requests.Response
+        | NativeResponse
     )
     #: What the async API reads (``aevents``, ``afold``): an async iterable of bytes chunks or
     #: the response of an async HTTP client.
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
         | httpx.Response
         | httpx2.Response
         | aiohttp.ClientResponse
+        | NativeResponse
     )
 else:
     # At run time (``typing.get_type_hints``) the clients need not be installed.

@@ -52,6 +52,7 @@ from .checks import (
 from .detect import (
     as_aiohttp,
     as_httpx,
+    as_native,
     as_requests,
     httpx_is_async_only,
     not_a_response,
@@ -132,6 +133,16 @@ def _closing_body(
 def sync_response_chunks(source: Any, provider: str) -> Generator[Iterator[bytes]]:
     """The decoded body of a sync HTTP response as an iterator of bytes, checked first and
     closed on exit (end of body, early exit, exception in the caller's loop)."""
+    if as_native(source) is not None:
+        if source.opened_async:
+            raise TypeError(
+                "this sf.Client response was opened with `async with`: read it with "
+                "sf.aevents / sf.afold (or open it with `with`)"
+            )
+        _check_sync(source, provider, source.reason_phrase, source.iter_bytes)
+        with _closing_body(source.iter_bytes(), source, provider) as chunks:
+            yield chunks
+        return
     requests_response = as_requests(source)
     if requests_response is not None:
         check_requests_response(requests_response, provider)

@@ -17,15 +17,17 @@ lists the message of every choice in choice order.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._engine.driver import FoldDriver
-from .._engine.folder import DEFAULT_MAX_MESSAGE_BYTES
+from .._engine.folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from .._errors import ProtocolError
 from .._io.source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 from .._message import Message
 from .._types import ProviderName
 
-__all__ = ["afold", "fold"]
+__all__ = ["afold", "afold_into", "fold"]
 
 
 def fold(
@@ -80,11 +82,35 @@ async def afold(
     """Async twin of :func:`fold` (asyncio and trio alike)."""
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     run = FoldDriver.over(pipeline, strict=strict, max_message_bytes=max_message_bytes)
+    return await _afold(chunks, pipeline, run)
+
+
+async def afold_into(
+    chunks: AsyncChunks,
+    folder: Folder,
+    *,
+    provider: ProviderName,
+    strict: bool,
+    max_event_bytes: int,
+) -> Message:
+    """:func:`afold` into ``folder`` (a stream's own, which ``snapshot()`` reads meanwhile)."""
+    pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
+    return await _afold(chunks, pipeline, FoldDriver(folder, pipeline))
+
+
+async def _afold(chunks: AsyncChunks, pipeline: Pipeline, run: FoldDriver) -> Message:
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
+            pump = getattr(byte_iter, "pump", None)
+            pulled = byte_iter
+            if pump is not None:
+                # A native response: its body is folded where the event loop drains it, with
+                # no task switch per read.
+                await pump(run.push)
+                pulled = _NO_CHUNKS
             step = run.step
             folding = None
-            async for chunk in byte_iter:
+            async for chunk in pulled:
                 frames = None
                 if folding is not None:
                     try:
@@ -101,3 +127,16 @@ async def afold(
         if failure is not None:  # else the connection failed after the terminal event
             raise failure from failure.__cause__  # a lost connection: the client's error
     return run.result()
+
+
+class _NoChunks:
+    """An empty async iterator: what is left of a body pumped whole."""
+
+    def __aiter__(self) -> _NoChunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        raise StopAsyncIteration
+
+
+_NO_CHUNKS: Any = _NoChunks()

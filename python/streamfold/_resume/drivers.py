@@ -76,7 +76,7 @@ from .._errors import (
 )
 from .._events import AnyEvent
 from .._io.asynclib import async_library, sleep
-from .._io.detect import httpx_module, is_response
+from .._io.detect import as_native, httpx_module, is_response
 from .._io.failures import client_error, is_read_timeout
 from .._io.source import async_byte_chunks, looks_like_response, sync_byte_chunks
 from .._types import ProviderName
@@ -110,6 +110,10 @@ def _enter_sync(source: Any, stack: contextlib.ExitStack) -> Any:
 def _apply_httpx_idle_timeout(source: Any, idle_timeout: float) -> bool:
     """Make ``idle_timeout`` the read timeout of an httpx response not yet read (httpcore
     takes it from the request's ``timeout`` extension when the body is first read)."""
+    if as_native(source) is not None:
+        # Its reads wait in the core, bounded by the request's read timeout: ``sf.stream``
+        # made it at most ``idle_timeout`` (``_client.stream``'s ``_timed``).
+        return source.read_timeout is not None and source.read_timeout <= idle_timeout
     if httpx_module(source) is None or source.is_stream_consumed:
         return False
     timeouts = source.request.extensions.get("timeout")

@@ -1,0 +1,115 @@
+"""The native client under load (issue 23): client CPU per event of ``sf.Client`` against
+httpx + httpx-sse + ``json.loads`` + a minimal fold and uvloop + aiohttp + orjson + a minimal
+fold; memory per open stream against httpx; latency from the server's write to the event in
+Python against aiohttp. The server runs in its own process (``transport.py server``), writing
+each event on its own; each measurement is a fresh client process. See ``transport.py``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import peers
+from harness import QUICK, record, skip_row
+
+HERE = Path(__file__).resolve().parent
+STREAMS = 100 if QUICK else 1_000
+EVENTS = 20 if QUICK else 100
+OPEN_STREAMS = 1_000 if QUICK else 10_000
+ROUNDS = 1 if QUICK else 3
+CPU_GROUP = f"transport | {STREAMS:,} concurrent streams x {EVENTS} events, CPU per event"
+MEMORY_GROUP = f"transport | memory per open stream, {OPEN_STREAMS:,} open"
+LATENCY_GROUP = f"transport | server write -> event in Python, {STREAMS:,} streams"
+
+
+def _run(args: list[str], timeout: float = 900.0) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "transport.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"transport.py {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "transport.py"), "server"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the server did not start: {url!r}")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _missing(impl: str) -> str | None:
+    needs = {
+        "sf.Client": [],
+        "sf.Client-afold": [],
+        "sf.Client-aevents": [],
+        "sf.Client-bytes": ["orjson"],
+        "httpx-sse": ["httpx", "httpx_sse"],
+        "aiohttp": ["aiohttp", "uvloop", "orjson"],
+        "httpx": ["httpx"],
+    }[impl]
+    for module in needs:
+        missing = peers._module(module)
+        if missing:
+            return missing
+    return None
+
+
+@pytest.mark.once
+def test_cpu_per_event(server_url: str) -> None:
+    impls = ["sf.Client", "sf.Client-afold", "httpx-sse", "aiohttp"]
+    runnable = []
+    for impl in impls:
+        missing = _missing(impl)
+        if missing:
+            record(CPU_GROUP, impl, skipped=missing, primary=impl.startswith("sf.Client"))
+        else:
+            runnable.append(impl)
+    for _ in range(ROUNDS):
+        for impl in runnable:  # interleaved
+            result = _run(["cpu", impl, server_url, str(STREAMS), str(EVENTS)])
+            record(CPU_GROUP, impl, primary=impl == "sf.Client", **result)
+            assert result["exact_streams"] == STREAMS, (impl, result)
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("impl", ["sf.Client", "httpx"])
+def test_memory_per_open_stream(server_url: str, impl: str) -> None:
+    missing = _missing(impl)
+    if missing:
+        skip_row(MEMORY_GROUP, impl, missing)
+    result = _run(["memory", impl, server_url, str(OPEN_STREAMS)])
+    record(MEMORY_GROUP, impl, primary=impl == "sf.Client", **result)
+    assert result["open"] == OPEN_STREAMS
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("impl", ["sf.Client", "sf.Client-aevents", "sf.Client-bytes", "aiohttp"])
+def test_latency(server_url: str, impl: str) -> None:
+    missing = _missing(impl)
+    if missing:
+        skip_row(LATENCY_GROUP, impl, missing)
+    result = _run(["latency", impl, server_url, str(STREAMS), str(EVENTS)])
+    record(LATENCY_GROUP, impl, primary=impl == "sf.Client", **result)
+    assert result["events"] == STREAMS * EVENTS

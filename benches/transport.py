@@ -1,0 +1,388 @@
+"""The native client's load run (issue 23): many concurrent streams from a server in its own
+process that writes each event on its own, the client's CPU per event, its memory per open
+stream and the latency from the server's write to the event in Python.
+
+    python benches/transport.py server                        # prints its URL
+    python benches/transport.py cpu IMPL URL STREAMS EVENTS
+    python benches/transport.py memory IMPL URL STREAMS       # STREAMS held open
+    python benches/transport.py latency IMPL URL STREAMS EVENTS
+
+Each client run is a fresh process printing one JSON object. CPU is ``time.process_time()``
+of the client process: it counts every thread's, tokio's included.
+
+IMPL: ``sf.Client`` (``sf.astream(...).fold()`` / ``text_stream``, asyncio; ``sf.Client-afold``:
+``sf.afold`` of its response; latency also ``sf.Client-aevents`` and ``sf.Client-bytes``, the
+transport alone into aiohttp's minimal fold), ``httpx-sse``
+(httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop + aiohttp + orjson
++ a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DELTA = "tok "
+
+
+def _rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+# -- the server: /gen?n=&interval= writes each event on its own; delta= the server's clock ----
+
+
+def serve() -> None:
+    from aiohttp import web
+
+    async def gen(request: web.Request) -> web.StreamResponse:
+        n = int(request.query.get("n", "100"))
+        interval = float(request.query.get("interval", "0"))
+        stamp = request.query.get("stamp") == "1"
+        hold = float(request.query.get("hold", "0"))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        head = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
+        if hold:  # one event, then silence: an open stream
+            await response.write(_chunk(head, {"role": "assistant", "content": ""}, None))
+            await asyncio.sleep(hold)
+            return response
+        await response.write(_chunk(head, {"role": "assistant", "content": ""}, None))
+        start = int(request.query.get("at", "0"))  # the clock time to begin at (ns)
+        if start:
+            await asyncio.sleep(max(0.0, (start - time.time_ns()) / 1e9))
+        for _ in range(n):
+            if interval:
+                await asyncio.sleep(interval)
+            text = f"{time.time_ns()} " if stamp else DELTA
+            await response.write(_chunk(head, {"content": text}, None))
+        await response.write(_chunk(head, {}, "stop"))
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    app = web.Application()
+    app.router.add_get("/gen", gen)
+    _raise_nofile()
+
+    async def main() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(f"http://127.0.0.1:{port}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+
+
+def _chunk(head: dict[str, Any], delta: dict[str, Any], finish: str | None) -> bytes:
+    body = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 65536)), hard))
+
+
+# -- the minimal folds the peers run ---------------------------------------------------------
+
+
+class _MinimalFold:
+    """Split on blank lines, parse each ``data:`` payload, keep text and finish reason."""
+
+    __slots__ = ("buf", "finish", "loads", "text")
+
+    def __init__(self, loads: Any) -> None:
+        self.buf = b""
+        self.text: list[str] = []
+        self.finish: str | None = None
+        self.loads = loads
+
+    def feed(self, chunk: bytes) -> None:
+        buf = self.buf + chunk
+        *blocks, self.buf = buf.split(b"\n\n")
+        for block in blocks:
+            for line in block.split(b"\n"):
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    continue
+                for choice in self.loads(data)["choices"]:
+                    content = choice["delta"].get("content")
+                    if content:
+                        self.text.append(content)
+                    if choice.get("finish_reason"):
+                        self.finish = choice["finish_reason"]
+
+
+async def _sf_fold(client: Any, url: str) -> str:
+    import streamfold as sf
+
+    async with sf.astream("GET", url, provider="openai", client=client) as s:
+        message = await s.fold()
+    return str(message.text)
+
+
+async def _sf_afold(client: Any, url: str) -> str:
+    import streamfold as sf
+
+    async with client.stream("GET", url) as response:
+        message = await sf.afold(response, provider="openai")
+    return str(message.text)
+
+
+async def _httpx_sse_fold(client: Any, url: str) -> str:
+    from httpx_sse import aconnect_sse
+
+    text: list[str] = []
+    finish = None
+    async with aconnect_sse(client, "GET", url) as source:
+        async for ev in source.aiter_sse():
+            if ev.data == "[DONE]":
+                break
+            for choice in json.loads(ev.data)["choices"]:
+                content = choice["delta"].get("content")
+                if content:
+                    text.append(content)
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+    if finish is None:
+        raise RuntimeError("no finish_reason")
+    return "".join(text)
+
+
+async def _aiohttp_fold(session: Any, url: str) -> str:
+    import orjson
+
+    fold = _MinimalFold(orjson.loads)
+    async with session.get(url) as response:
+        async for chunk in response.content.iter_any():
+            fold.feed(chunk)
+    if fold.finish is None:
+        raise RuntimeError("no finish_reason")
+    return "".join(fold.text)
+
+
+def _make_client(impl: str, streams: int) -> Any:
+    if impl.startswith("sf.Client"):
+        import streamfold as sf
+
+        return sf.Client()
+    if impl in ("httpx-sse", "httpx"):
+        import httpx
+
+        limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
+        return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(600.0))
+    import aiohttp
+
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=600)
+    )
+
+
+def _run(impl: str, main: Any) -> Any:
+    _raise_nofile()
+    if impl in ("aiohttp", "sf.Client-uvloop"):
+        import uvloop
+
+        return uvloop.run(main)
+    return asyncio.run(main)
+
+
+FOLDS = {
+    "sf.Client": _sf_fold,
+    "sf.Client-afold": _sf_afold,
+    "httpx-sse": _httpx_sse_fold,
+    "aiohttp": _aiohttp_fold,
+}
+
+
+async def _cpu(impl: str, url: str, streams: int, events: int) -> dict[str, Any]:
+    one = FOLDS[impl]
+    stream_url = f"{url}/gen?n={events}"
+    client = _make_client(impl, streams)
+    try:
+        await one(client, stream_url)  # warm-up: imports, the first connection
+        gc.collect()
+        cpu0 = time.process_time()
+        wall0 = time.perf_counter()
+        results = await asyncio.gather(*(one(client, stream_url) for _ in range(streams)))
+        wall = time.perf_counter() - wall0
+        cpu = time.process_time() - cpu0
+    finally:
+        await _close(client)
+    total = streams * (events + 3)  # the role chunk, the deltas, the finish, [DONE]
+    return {
+        "streams": streams,
+        "events": total,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "cpu_us_per_event": cpu / total * 1e6,
+        "exact_streams": sum(1 for text in results if text == DELTA * events),
+    }
+
+
+async def _close(client: Any) -> None:
+    close = getattr(client, "aclose", None) or getattr(client, "close", None)
+    if close is not None:
+        result = close()
+        if asyncio.iscoroutine(result):
+            await result
+
+
+async def _memory(impl: str, url: str, streams: int) -> dict[str, Any]:
+    """RSS growth while ``streams`` streams are open, each after its first event."""
+    stream_url = f"{url}/gen?hold=600"
+    client = _make_client(impl, streams)
+    opened: list[Any] = []
+    started = asyncio.Event()
+    release = asyncio.Event()
+    ready = 0
+
+    async def hold() -> None:
+        # The same stream either way (sf.astream, its fold state): only the transport differs.
+        nonlocal ready
+        import streamfold as sf
+
+        async with sf.astream("GET", stream_url, provider="openai", client=client) as s:
+            await s.__anext__()
+            opened.append(s)
+            ready += 1
+            if ready == streams:
+                started.set()
+            await release.wait()
+
+    try:
+        await _hold_one(impl, client, stream_url)  # warm-up
+        gc.collect()
+        base = _rss()
+        tasks = [asyncio.ensure_future(hold()) for _ in range(streams)]
+        await asyncio.wait_for(started.wait(), 300)
+        gc.collect()
+        grown = _rss() - base
+        release.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await _close(client)
+    return {"streams": streams, "bytes_per_stream": grown / streams, "open": len(opened)}
+
+
+async def _hold_one(impl: str, client: Any, url: str) -> None:
+    import streamfold as sf
+
+    async with sf.astream("GET", url, provider="openai", client=client) as s:
+        await s.__anext__()
+
+
+async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, Any]:
+    """From the server's write (its clock in each delta) to the text in Python, once every
+    stream is open: all begin at one moment, two seconds on, so opening them (the same for
+    both) is not measured as the first events' delay."""
+    at = time.time_ns() + 2_000_000_000
+    stream_url = f"{url}/gen?n={events}&interval=0.05&stamp=1&at={at}"
+    client = _make_client(impl, streams)
+    delays: list[int] = []
+
+    async def sf_one() -> None:
+        import streamfold as sf
+
+        async with sf.astream("GET", stream_url, provider="openai", client=client) as s:
+            async for text in s.text_stream:
+                delays.append(time.time_ns() - int(text))
+
+    async def aiohttp_one() -> None:
+        import orjson
+
+        fold = _MinimalFold(orjson.loads)
+        async with client.get(stream_url) as response:
+            async for chunk in response.content.iter_any():
+                seen = len(fold.text)
+                fold.feed(chunk)
+                now = time.time_ns()
+                delays.extend(now - int(text) for text in fold.text[seen:])
+
+    async def sf_bytes_one() -> None:
+        # The transport alone: sf.Client's bytes into the same minimal fold as aiohttp's.
+        import orjson
+
+        fold = _MinimalFold(orjson.loads)
+        async with client.stream("GET", stream_url) as response:
+            async for chunk in response.aiter_bytes():
+                seen = len(fold.text)
+                fold.feed(chunk)
+                now = time.time_ns()
+                delays.extend(now - int(text) for text in fold.text[seen:])
+
+    async def sf_events_one() -> None:
+        # sf.aevents over an sf.Client response: no sf.astream machinery.
+        import streamfold as sf
+
+        async with client.stream("GET", stream_url) as response:
+            async for event in sf.aevents(response, provider="openai"):
+                text = getattr(event, "text", "")
+                if text and isinstance(event, sf.BlockDelta):
+                    delays.append(time.time_ns() - int(text))
+
+    one = {
+        "sf.Client": sf_one,
+        "sf.Client-aevents": sf_events_one,
+        "sf.Client-bytes": sf_bytes_one,
+        "aiohttp": aiohttp_one,
+    }[impl]
+    cpu0 = time.process_time()
+    try:
+        await asyncio.gather(*(one() for _ in range(streams)))
+    finally:
+        await _close(client)
+    cpu = time.process_time() - cpu0
+    delays.sort()
+    return {
+        "streams": streams,
+        "events": len(delays),
+        "cpu_seconds": cpu,
+        "p50_ms": delays[len(delays) // 2] / 1e6,
+        "p99_ms": delays[int(len(delays) * 0.99)] / 1e6,
+    }
+
+
+def main(argv: list[str]) -> None:
+    kind = argv[0]
+    if kind == "server":
+        serve()
+        return
+    impl, url = argv[1], argv[2]
+    if kind == "cpu":
+        out = _run(impl, _cpu(impl, url, int(argv[3]), int(argv[4])))
+    elif kind == "memory":
+        out = _run(impl, _memory(impl, url, int(argv[3])))
+    elif kind == "latency":
+        out = _run(impl, _latency(impl, url, int(argv[3]), int(argv[4])))
+    else:
+        raise SystemExit(__doc__)
+    out["pid"] = os.getpid()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

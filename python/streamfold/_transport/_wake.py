@@ -1,0 +1,209 @@
+"""Waiting for native streams in an event loop, asyncio (any loop: uvloop, Windows' proactor)
+or trio, with nothing loop-specific in Rust.
+
+Each running loop has one hub: a socket pair whose write end the core writes a byte to when
+any of the loop's streams has something new. One pump task per loop waits for the socket to
+be readable, drains the hub (the ids of every stream ready at that moment) and wakes the tasks
+waiting on those streams: one wake-up of the loop however many streams and TCP reads there
+were. The pump runs only while some task waits.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .._core import NativeHub
+
+__all__ = ["Hub", "current_hub"]
+
+_RECV = 4096
+
+
+class Hub:
+    """The wake-ups of one event loop."""
+
+    def __init__(self, library: str) -> None:
+        self._library = library
+        self._reader, writer = socket.socketpair()
+        self._reader.setblocking(False)
+        try:
+            # The core owns a duplicate of the write end, so it can never write to a
+            # descriptor number that was closed and reused.
+            self.native = NativeHub(writer.dup().detach())
+        finally:
+            writer.close()
+        #: stream id -> (what to ask when the core names it, how to hand its task the
+        #: answer or the error).
+        self._waiters: dict[int, tuple[Callable[[], Any], Callable[[Any, Any], None]]] = {}
+        self._running = False
+        #: The asyncio pump task (a reference: the loop holds only a weak one).
+        self._pump: Any = None
+        self._closed = False
+        #: Streams open on this hub: the pump keeps running while there is one, rather than
+        #: being started again after every drain that left no task waiting.
+        self._open = 0
+
+    def attach(self) -> None:
+        self._open += 1
+
+    def detach(self) -> None:
+        self._open -= 1
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.native.close()
+            self._reader.close()
+
+    async def wait(self, stream_id: int, poll: Callable[[], Any]) -> Any:
+        """The first value other than None that ``poll()`` returns, asked in the pump each
+        time the core names stream ``stream_id`` (what ``poll`` raises is raised here). The
+        pump reads for the task: a task is woken only with something in hand, never for a
+        notification whose bytes it already took."""
+        if self._library == "trio":
+            return await self._wait_trio(stream_id, poll)
+        return await self._wait_asyncio(stream_id, poll)
+
+    async def _wait_asyncio(self, stream_id: int, poll: Callable[[], Any]) -> Any:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def deliver(value: Any, error: BaseException | None) -> None:
+            if future.done():  # cancelled meanwhile
+                return
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(error)
+
+        entry = (poll, deliver)
+        self._waiters[stream_id] = entry
+        if not self._running:
+            self._running = True
+            self._pump = loop.create_task(self._pump_asyncio(loop))
+        try:
+            return await future
+        finally:
+            if self._waiters.get(stream_id) is entry:
+                del self._waiters[stream_id]
+
+    async def _wait_trio(self, stream_id: int, poll: Callable[[], Any]) -> Any:
+        import trio
+
+        event = trio.Event()
+        box: list[Any] = []
+
+        def deliver(value: Any, error: BaseException | None) -> None:
+            box[:] = [value, error]
+            event.set()
+
+        entry = (poll, deliver)
+        self._waiters[stream_id] = entry
+        if not self._running:
+            self._running = True
+            trio.lowlevel.spawn_system_task(self._pump_trio)
+        try:
+            await event.wait()
+        finally:
+            if self._waiters.get(stream_id) is entry:
+                del self._waiters[stream_id]
+        value, error = box
+        if error is not None:
+            raise error
+        return value
+
+    def _dispatch(self) -> None:
+        waiters = self._waiters
+        for stream_id in self.native.drain():
+            entry = waiters.get(stream_id)
+            if entry is None:
+                continue
+            poll, deliver = entry
+            try:
+                value = poll()
+            except Exception as exc:  # the waiting task's to raise
+                del waiters[stream_id]
+                deliver(None, exc)
+                continue
+            if value is not None:
+                del waiters[stream_id]
+                deliver(value, None)
+
+    async def _pump_asyncio(self, loop: Any) -> None:
+        try:
+            while (self._waiters or self._open) and not self._closed:
+                await loop.sock_recv(self._reader, _RECV)
+                self._drain_socket()
+                self._dispatch()
+        finally:
+            self._running = False
+
+    async def _pump_trio(self) -> None:
+        import trio
+
+        try:
+            while (self._waiters or self._open) and not self._closed:
+                await trio.lowlevel.wait_readable(self._reader)
+                self._drain_socket()
+                self._dispatch()
+        except trio.Cancelled:
+            pass  # the run ends: its waiters are cancelled with it
+        finally:
+            self._running = False
+
+    def _drain_socket(self) -> None:
+        try:
+            while len(self._reader.recv(_RECV)) == _RECV:
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+
+def _library() -> str:
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return "trio"
+    return "asyncio"
+
+
+_asyncio_hubs: weakref.WeakKeyDictionary[Any, Hub] = weakref.WeakKeyDictionary()
+#: trio's ``RunVar`` holding each run's hub, made on first use (trio is imported only then).
+_trio_hub: list[Any] = []
+
+
+def current_hub() -> Hub:
+    """The running loop's hub, made on first use and closed with the loop."""
+    if _library() == "trio":
+        import trio
+
+        if not _trio_hub:
+            _trio_hub.append(trio.lowlevel.RunVar("streamfold_hub"))
+        try:
+            hub: Hub = _trio_hub[0].get()
+        except LookupError:
+            hub = Hub("trio")
+            _trio_hub[0].set(hub)
+        return hub
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    found = _asyncio_hubs.get(loop)
+    if found is None or found._closed:
+        found = Hub("asyncio")
+        _asyncio_hubs[loop] = found
+        weakref.finalize(loop, found.close)
+    return found

@@ -1,0 +1,300 @@
+//! One streamed response: a tokio task reads it into a buffer that the reader (a thread
+//! blocked in `wait`, or an event loop woken through a [`Hub`]) takes whole, however many TCP
+//! reads filled it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+use super::error::{Error, Kind};
+use super::hub::Hub;
+
+/// Past this many bytes taken by nobody, the task stops reading until the reader takes them:
+/// a reader slower than the server holds the rest in the kernel's buffers and TCP's window,
+/// not in memory without bound.
+const HIGH_WATER: usize = 256 * 1024;
+
+/// A reader that wants the body only whole (a fold: nothing of it is seen before the final
+/// message) is woken when this much is waiting, or at the end: a few wake-ups for a whole
+/// stream instead of one per read. Below `HIGH_WATER`, so the task never waits for a reader
+/// that is not woken.
+pub const LAZY_BATCH: usize = 64 * 1024;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The response's status line and headers.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub status: u16,
+    pub reason: String,
+    pub version: &'static str,
+    /// Names lower-cased (as HTTP/2 sends them), values as sent.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The URL that answered (after redirects, when they are followed).
+    pub url: String,
+}
+
+/// What a read gives.
+#[derive(Debug)]
+pub enum Read {
+    /// Every byte that arrived since the last read.
+    Data(Vec<u8>),
+    /// The body ended.
+    End,
+    /// The connection failed (the bytes before the failure were given first).
+    Failed(Error),
+    /// Nothing yet (only from `try_read`, or `wait` timing out).
+    Pending,
+}
+
+#[derive(Default)]
+struct State {
+    head: Option<Result<Head, Error>>,
+    buf: Vec<u8>,
+    end: Option<Result<(), Error>>,
+    closed: bool,
+    /// Wake the reader only once this many bytes wait (0: as soon as any does).
+    batch: usize,
+}
+
+pub struct Stream {
+    pub id: u64,
+    state: Mutex<State>,
+    changed: Condvar,
+    /// Wakes the task held at `HIGH_WATER` once the reader took the buffer.
+    space: Notify,
+    hub: Option<Arc<Hub>>,
+    task: Mutex<Option<AbortHandle>>,
+}
+
+impl Stream {
+    pub fn new(hub: Option<Arc<Hub>>) -> Arc<Self> {
+        Arc::new(Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            space: Notify::new(),
+            hub,
+            task: Mutex::new(None),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake(&self) {
+        self.changed.notify_all();
+        if let Some(hub) = &self.hub {
+            hub.notify(self.id);
+        }
+    }
+
+    pub(super) fn set_task(&self, handle: AbortHandle) {
+        let closed = self.lock().closed;
+        if closed {
+            handle.abort();
+        } else {
+            *self.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        }
+    }
+
+    // -- the task's side --
+
+    pub(super) fn put_head(&self, head: Result<Head, Error>) {
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return;
+            }
+            if let Err(err) = &head {
+                state.end = Some(Err(err.clone()));
+            }
+            state.head = Some(head);
+        }
+        self.wake();
+    }
+
+    /// Append `bytes`; returns whether the reader is still there.
+    pub(super) async fn put(&self, bytes: &[u8]) -> bool {
+        loop {
+            let wait = {
+                let mut state = self.lock();
+                if state.closed {
+                    return false;
+                }
+                if state.buf.len() < HIGH_WATER {
+                    let before = state.buf.len();
+                    state.buf.extend_from_slice(bytes);
+                    // A reader woken already will take these bytes too: one wake-up for as
+                    // many reads as arrive before it runs (or, batched, before the batch is
+                    // full).
+                    let wake = if state.batch == 0 {
+                        before == 0
+                    } else {
+                        before < state.batch && state.buf.len() >= state.batch
+                    };
+                    drop(state);
+                    if wake {
+                        self.wake();
+                    }
+                    return true;
+                }
+                self.space.notified()
+            };
+            wait.await;
+        }
+    }
+
+    pub(super) fn put_end(&self, end: Result<(), Error>) {
+        {
+            let mut state = self.lock();
+            if state.closed || state.end.is_some() {
+                return;
+            }
+            state.end = Some(end);
+        }
+        self.wake();
+    }
+
+    // -- the reader's side --
+
+    /// The head, once it came (`None`: not yet).
+    pub fn try_head(&self) -> Option<Result<Head, Error>> {
+        let state = self.lock();
+        if state.closed {
+            return Some(Err(Error::new(Kind::Closed, "the response was closed")));
+        }
+        state.head.clone()
+    }
+
+    /// Wait up to `timeout` for the head.
+    pub fn wait_head(&self, timeout: Duration) -> Option<Result<Head, Error>> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return Some(Err(Error::new(Kind::Closed, "the response was closed")));
+            }
+            if let Some(head) = &state.head {
+                return Some(head.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn take(&self, state: &mut State) -> Read {
+        if state.closed {
+            return Read::Failed(Error::new(Kind::Closed, "the response was closed"));
+        }
+        if !state.buf.is_empty() {
+            let full = state.buf.len() >= HIGH_WATER;
+            let data = std::mem::take(&mut state.buf);
+            if full {
+                self.space.notify_one();
+            }
+            return Read::Data(data);
+        }
+        match &state.end {
+            Some(Ok(())) => Read::End,
+            Some(Err(err)) => Read::Failed(err.clone()),
+            None => Read::Pending,
+        }
+    }
+
+    /// Wake the reader only once `batch` bytes wait, or at the end (0: at every first byte).
+    /// Capped below the high-water mark.
+    pub fn set_batch(&self, batch: usize) {
+        let batch = batch.min(LAZY_BATCH);
+        let wake = {
+            let mut state = self.lock();
+            state.batch = batch;
+            // Lowered to bytes already waiting: their wake-up is now due.
+            !state.buf.is_empty() && state.buf.len() >= batch
+        };
+        if wake {
+            self.wake();
+        }
+    }
+
+    /// Everything that arrived since the last read, or the end, without waiting.
+    pub fn try_read(&self) -> Read {
+        let mut state = self.lock();
+        self.take(&mut state)
+    }
+
+    /// Wait up to `timeout` for something to read (`Pending` when the time is up).
+    pub fn wait(&self, timeout: Duration) -> Read {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.lock();
+        loop {
+            let read = self.take(&mut state);
+            if !matches!(read, Read::Pending) {
+                return read;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Read::Pending;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Whether the whole body has arrived (some of it may still wait to be read).
+    pub fn complete(&self) -> bool {
+        matches!(self.lock().end, Some(Ok(())))
+    }
+
+    /// Close at once: the task is aborted, which drops the connection (an HTTP/1.1 connection
+    /// is closed, an HTTP/2 stream reset), so the server sees the client leave. A reader
+    /// blocked in another thread wakes with `Closed`.
+    pub fn close(&self) {
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return;
+            }
+            state.closed = true;
+            state.buf = Vec::new();
+        }
+        if let Some(task) = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+        self.space.notify_one();
+        // A task awaiting this stream in an event loop wakes too, and reads `Closed`.
+        self.wake();
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
