@@ -116,6 +116,25 @@ async def readme_fold(server: StreamServer, stack: contextlib.AsyncExitStack) ->
     )
 
 
+async def readme_stream(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    url = server.url("/example/anthropic_thinking.sse")
+    return Run(
+        {"url": url, "body": {"max_tokens": 64}, "h": {"x-api-key": "k"}},
+        check=complete_from("anthropic", "anthropic_thinking.sse"),
+    )
+
+
+async def http_md_native(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    def check(ns: dict[str, Any]) -> None:
+        complete_from("anthropic", "anthropic_thinking.sse")(ns)
+        assert ns["client"].is_closed
+        sent = [r for r in server.requests if r.path == "/example/anthropic_thinking.sse"]
+        assert sent[-1].headers["x-api-key"] == "k"  # the client's default header
+
+    url = server.url("/example/anthropic_thinking.sse")
+    return Run({"url": url, "body": {"max_tokens": 64}, "key": "k"}, check=check)
+
+
 async def readme_sdks(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
     # The official SDKs' raw streamed responses, each SDK pointed at an example stream (its
     # client appends /chat/completions or /v1/messages to base_url; the server serves both).
@@ -409,6 +428,7 @@ async def serving_md_relay(server: StreamServer, stack: contextlib.AsyncExitStac
 
 
 SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
+    ("README.md", "import streamfold as sf"): readme_stream,
     ("README.md", "import httpx"): readme_fold,
     ("README.md", "with openai_client.chat.completions.with_streaming_response.create("): (
         readme_sdks
@@ -434,6 +454,11 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
         "with httpx.Client(timeout=httpx.Timeout(600, connect=5)) as client:  # 600 s read, 5 s "
         "connect",
     ): http_md_responses,
+    (
+        "docs/http.md",
+        'client = sf.Client(headers={"x-api-key": key})         # one per process: it pools '
+        "connections",
+    ): http_md_native,
     (
         "docs/http.md",
         'with sf.stream("POST", url, provider="anthropic", json=body, headers=h) as s:',
