@@ -611,9 +611,11 @@ def test_a_timeout_must_be_positive(timeout: float) -> None:
 def test_a_huge_timeout_is_no_limit(stream_server: StreamServer) -> None:
     # Duration::from_secs_f64 panics past its range: such a timeout is no limit instead.
     url = stream_server.url("/stream/onecortex")
-    with sf.Client(timeout=1e300, connect_timeout=float("inf")) as client:
-        with client.stream("GET", url) as response:
-            assert sf.fold(response, provider="onecortex").complete
+    with (
+        sf.Client(timeout=1e300, connect_timeout=float("inf")) as client,
+        client.stream("GET", url) as response,
+    ):
+        assert sf.fold(response, provider="onecortex").complete
 
 
 @pytest.mark.anyio
@@ -653,3 +655,33 @@ async def test_a_task_is_woken_only_with_something_to_read(
             tasks.start_soon(one)
     heads = 50
     assert wakes["waits"] <= chunks + heads, (wakes, chunks)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+def test_a_forked_child_streams_through_a_client_of_its_parent(stream_server: StreamServer) -> None:
+    # The child has the parent's memory but not its threads: the tokio runtime and the pooled
+    # connections are the parent's. The child starts a runtime and a pool of its own.
+    import signal
+    import warnings
+
+    url = stream_server.url("/stream/onecortex")
+    with sf.Client() as client:
+        with client.stream("GET", url) as response:  # the runtime and a pooled connection
+            expected = sf.fold(response, provider="onecortex")
+        with warnings.catch_warnings():
+            # 3.12+ warns that forking a threaded process may deadlock: what this checks.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: no pytest from here, only an exit status
+            code = 1
+            try:
+                signal.alarm(20)  # a deadlock ends the child instead of the test run
+                with client.stream("GET", url) as response:
+                    code = 0 if sf.fold(response, provider="onecortex") == expected else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        # and the parent's client still works
+        with client.stream("GET", url) as response:
+            assert sf.fold(response, provider="onecortex") == expected
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
