@@ -421,6 +421,7 @@ def evaluate(
     v.append(_linear(tables))
     v.append(_hostile_linear(tables))
     v += _writers(tables)
+    v += _transport(tables)
     return v
 
 
@@ -517,3 +518,63 @@ def _linear(tables: Tables) -> Verdict:
     if not notes:
         return Verdict("8", goal, "not measured", "not measured")
     return Verdict("8", goal, "; ".join(notes), "met" if ok else "not met")
+
+
+def _transport_median(tables: Tables, prefix: str, impl: str, key: str) -> float | None:
+    for group, rows in tables.records.items():
+        if group.startswith(prefix):
+            values = [r[key] for r in rows if r["impl"] == impl and key in r]
+            if values:
+                return sorted(values)[len(values) // 2]
+    return None
+
+
+def _transport(tables: Tables) -> list[Verdict]:
+    """Issue 23: sf.Client against httpx + httpx-sse and uvloop + aiohttp, in one run."""
+    cpu = "transport | "
+    ours = _transport_median(tables, cpu, "sf.Client", "cpu_us_per_event")
+    out = []
+    for peer, need in (("httpx-sse", 10.0), ("aiohttp", 3.0)):
+        theirs = _transport_median(tables, cpu, peer, "cpu_us_per_event")
+        goal = f"sf.Client ≥ {need:g}x less client CPU per event than {peer}, 1,000 x 100"
+        if ours is None or theirs is None:
+            out.append(Verdict("23", goal, "not measured", "not measured"))
+            continue
+        ratio = theirs / ours
+        out.append(
+            Verdict(
+                "23",
+                goal,
+                f"{ratio:.2f}x ({ours:.1f} µs vs {theirs:.1f} µs)",
+                "met" if ratio >= need else "not met",
+            )
+        )
+    mem_ours = _transport_median(tables, cpu, "sf.Client", "bytes_per_stream")
+    mem_httpx = _transport_median(tables, cpu, "httpx", "bytes_per_stream")
+    goal = "memory per open stream below httpx's, 10,000 open"
+    if mem_ours is None or mem_httpx is None:
+        out.append(Verdict("23", goal, "not measured", "not measured"))
+    else:
+        out.append(
+            Verdict(
+                "23",
+                goal,
+                f"{mem_ours / 1024:.1f} KiB vs {mem_httpx / 1024:.1f} KiB",
+                "met" if mem_ours < mem_httpx else "not met",
+            )
+        )
+    p99_ours = _transport_median(tables, cpu, "sf.Client", "p99_ms")
+    p99_aio = _transport_median(tables, cpu, "aiohttp", "p99_ms")
+    goal = "latency p99 (server write -> event in Python) no worse than aiohttp's"
+    if p99_ours is None or p99_aio is None:
+        out.append(Verdict("23", goal, "not measured", "not measured"))
+    else:
+        out.append(
+            Verdict(
+                "23",
+                goal,
+                f"{p99_ours:.1f} ms vs {p99_aio:.1f} ms",
+                "met" if p99_ours <= p99_aio else "not met",
+            )
+        )
+    return out

@@ -837,6 +837,68 @@ def _section_load(tables: Tables) -> str:
     )
 
 
+def _median_of(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if key in r]
+    return statistics.median(values) if values else None
+
+
+def _section_transport(tables: Tables) -> str:
+    """Issue 23: the native client under load, each measurement a fresh client process."""
+    out: list[str] = []
+    for group, rows in tables.records.items():
+        if not group.startswith("transport | "):
+            continue
+        by_impl: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in rows:
+            by_impl[r["impl"]].append(r)
+        table_rows = []
+        for impl, rs in by_impl.items():
+            skipped = next((r["skipped"] for r in rs if "skipped" in r), None)
+            if skipped is not None:
+                table_rows.append([impl, "not run", skipped])
+                continue
+            if "cpu_us_per_event" in rs[0]:
+                cell = f"{_median_of(rs, 'cpu_us_per_event'):.1f} µs CPU per event"
+                exact = all(r["exact_streams"] == r["streams"] for r in rs)
+                note = f"{len(rs)} runs; every stream exact: {'yes' if exact else 'NO'}"
+            elif "bytes_per_stream" in rs[0]:
+                cell = fmt_bytes(_median_of(rs, "bytes_per_stream") or 0.0)
+                note = f"{rs[0]['open']:,} streams open"
+            else:
+                cell = (
+                    f"p50 {_median_of(rs, 'p50_ms'):.2f} ms, p99 {_median_of(rs, 'p99_ms'):.1f} ms"
+                )
+                note = f"{rs[0]['events']:,} events"
+            table_rows.append([impl, cell, note])
+        out += [
+            f"**{group.split(' | ', 1)[1]}**",
+            "",
+            _md_table(["client stack", "measured", "note"], table_rows),
+            "",
+        ]
+    if not out:
+        return ""
+    return "\n".join(
+        [
+            "### Native client (sf.Client) under load",
+            "",
+            "A server in its own process (`benches/transport.py server`) writes each event of "
+            "each stream on its own, as a model server does; each measurement runs in a fresh "
+            "client process. `sf.Client`: `sf.astream(...).fold()`; `sf.Client-afold`: "
+            "`sf.afold(response)`; `sf.Client-aevents`: `sf.aevents` over its response; "
+            "`sf.Client-bytes`: its bytes into the minimal fold; `httpx-sse`: httpx + httpx-sse "
+            "+ `json.loads` + a minimal fold; `aiohttp`: uvloop + aiohttp + orjson + a minimal "
+            "fold. CPU is the client process's (tokio's threads included); memory is its "
+            "resident-set growth divided by the open streams; latency is from the server's "
+            "write to the event in Python, every stream writing at the same moments.",
+            "",
+            _repro("transport"),
+            "",
+            *out,
+        ]
+    )
+
+
 def _section_callgrind(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
@@ -1134,6 +1196,7 @@ def render(
         ),
         _section_profile(tables, results.ceiling),
         _section_load(tables),
+        _section_transport(tables),
         _section_callgrind(results.callgrind)
         or (
             "### Instruction counts (callgrind)\n\nNot available in this run: "

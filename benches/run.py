@@ -48,6 +48,7 @@ AREAS = {
     "large-events": ["test_large_events.py"],
     "load": ["test_load.py"],
     "writers": ["test_writers.py"],
+    "transport": ["test_transport.py"],
 }
 
 
