@@ -306,6 +306,7 @@ REPRO = {
     "hostile": "python benches/run.py --only hostile",
     "big-event": "python benches/run.py --only large-events",
     "load": "python benches/run.py --only load",
+    "transport": "python benches/run.py --only transport",
     "writer": "python benches/run.py --only writers",
     "relay": "python benches/run.py --only writers",
 }

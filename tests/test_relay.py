@@ -204,6 +204,23 @@ async def test_relay_of_an_http_response(stream_server: StreamServer) -> None:
         assert b"".join(sync) == out
 
 
+@pytest.mark.anyio
+async def test_relay_through_the_native_client(stream_server: StreamServer) -> None:
+    # The upstream read by sf.Client, sync and async: the same bytes written, the same fold.
+    url = stream_server.url("/example/gemini_thinking.sse")
+    with httpx.Client() as reference_client, reference_client.stream("GET", url) as reference:
+        expected = b"".join(sf.relay(reference, provider="gemini", to="openai-responses"))
+    with sf.Client() as client:
+        with client.stream("GET", url) as response:
+            sync = sf.relay(response, provider="gemini", to="openai-responses")
+            assert b"".join(sync) == expected
+        async with client.stream("GET", url) as aresponse:
+            r = sf.arelay(aresponse, provider="gemini", to="openai-responses")
+            assert b"".join([chunk async for chunk in r]) == expected
+    assert sync.message is not None and r.message is not None
+    assert sync.message.text == r.message.text == "Water boils at 100 °C (212 °F) at sea level."
+
+
 # -- the example app under uvicorn -------------------------------------------------------
 
 
