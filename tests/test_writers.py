@@ -234,3 +234,12 @@ def test_writing_for_a_writer_of_another_name_is_refused() -> None:
 
     with pytest.raises(ValueError, match="writes 'anthropic', not 'gemini'"):
         AnthropicWriter("gemini")
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_every_writer_writes_its_own_error(name: str) -> None:
+    # The base's write_error only raises: each writer the factory makes must define its own.
+    cls = WRITERS[name]
+    assert cls.write_error is not sf.Writer.write_error
+    written_error = cls(name).write_error("overloaded", "try later")
+    assert b"try later" in written_error

@@ -729,11 +729,12 @@ def stream(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     **request_kwargs: Any,
 ) -> EventStream:
-    """Make a streamed request with httpx and read it as events or a folded message.
+    """Make a streamed request and read it as events or a folded message.
 
-    ``request_kwargs`` go to ``httpx.Client.stream`` (``json=``, ``headers=``, ``params=``,
-    ``timeout=``, ``auth=``…). Without ``client`` a temporary ``httpx.Client`` is made (600 s
-    read timeout, 5 s connect) and closed with the stream.
+    ``client`` is an :class:`streamfold.Client` (the native client), an ``httpx.Client`` or an
+    httpx2 one; without it, the shared ``sf.Client`` makes the request (600 s read timeout,
+    5 s connect). ``request_kwargs`` go to the client's ``stream`` (``json=``, ``headers=``,
+    ``params=``, ``timeout=``…).
 
     ``resume=True`` makes the stream resumable (see :func:`streamfold.events_resumable`): when
     the connection drops after the stream sent an SSE ``id`` or a provider sequence, the same
@@ -797,7 +798,8 @@ def astream(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     **request_kwargs: Any,
 ) -> AsyncEventStream:
-    """Async twin of :func:`stream` with ``httpx.AsyncClient`` (asyncio and trio)."""
+    """Async twin of :func:`stream` (asyncio and trio): an ``sf.Client``, an
+    ``httpx.AsyncClient`` or an httpx2 one, or the shared ``sf.Client``."""
     return AsyncEventStream(
         method,
         url,
