@@ -27,8 +27,8 @@ from http_server import (
     stream_server,
 )
 from streamfold._events import BlockDelta
+from streamfold._failures import ConnectionLostError
 from streamfold._io.checks import MAX_ERROR_BODY, error_fields, retry_after
-from streamfold._io.failures import ConnectionLostError
 from streamfold._types import ProviderName
 
 __all__ = ["stream_server"]  # the fixture, imported for the tests below

@@ -17,16 +17,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "streamfold"
 
 #: Lowest first. A module's layer is the first entry its name starts with.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_core", "_types", "_errors"),
+    ("_core", "_types", "_errors", "_failures"),
     ("_parts",),
     ("_jsonform", "_frozen_init"),
     ("_events",),
     ("_request",),
     ("_message",),
     ("_providers",),
-    ("_io",),
     ("_engine",),
     ("_writers",),
+    ("_io",),
     ("_read",),
     ("_resume",),
     ("_transport",),

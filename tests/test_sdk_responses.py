@@ -134,7 +134,7 @@ def test_the_sync_api_refuses_an_async_sdk_response(stream_server: StreamServer)
 def test_an_httpx2_read_timeout_set_by_idle_timeout_is_that_silence() -> None:
     # A resumable fold over an SDK's response: httpx2's read timeout that idle_timeout set is
     # the same silence as httpx's (IdleTimeoutError, then a reconnection), not a program error.
-    from streamfold._io.failures import is_read_timeout
+    from streamfold._failures import is_read_timeout
 
     request = httpx2.Request("GET", "http://127.0.0.1/", extensions={"timeout": {"read": 0.5}})
     assert is_read_timeout(httpx2.ReadTimeout("silent", request=request), 0.5)

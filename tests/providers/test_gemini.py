@@ -27,7 +27,7 @@ from streamfold._events import (
     SourcesAdded,
     UsageUpdate,
 )
-from streamfold._io.failures import ConnectionLostError, connection_lost
+from streamfold._failures import ConnectionLostError, connection_lost
 from streamfold._providers.gemini import FINISH_REASONS
 from streamfold._types import ProviderName
 

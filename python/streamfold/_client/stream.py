@@ -18,10 +18,10 @@ from .._engine.folder import DEFAULT_MAX_MESSAGE_BYTES, Folder, check_max_messag
 from .._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 from .._errors import IdleTimeoutError, StreamError, StreamfoldError
 from .._events import BlockDelta, BlockStart
+from .._failures import is_read_timeout
 from .._io.aio import acheck_response
 from .._io.asynclib import backoff
 from .._io.checks import retry_after_wait, retry_kind
-from .._io.failures import is_read_timeout
 from .._io.sync import check_response
 from .._providers import check_provider_name
 from .._read.fold import afold_into

@@ -32,7 +32,7 @@ from .._events import (
     Notice,
     ToolResultAdded,
 )
-from .._io.failures import ConnectionLostError, as_connection_lost, is_transport_error
+from .._failures import ConnectionLostError, as_connection_lost, is_transport_error
 from .._providers import Provider, get_provider, provider_class
 from .._providers._fast import TEXT_DELTA_BUILDER
 from .._providers.auto import CHAT, detect_and_parse, whole_body_error

@@ -1,2 +1,3 @@
 """Reading other libraries' responses: which client a response belongs to, the adapters that turn
-its body into byte chunks, and telling a failed connection from a failed program."""
+its body into byte chunks, and the async-library helpers. (Telling a failed connection from a
+failed program is ``streamfold._failures``, below the engine, which needs it too.)"""

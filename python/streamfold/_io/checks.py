@@ -18,7 +18,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ProtocolError, StreamError
-from .._io.failures import is_transport_error
+from .._failures import is_transport_error
 from .._providers import provider_class
 
 if TYPE_CHECKING:

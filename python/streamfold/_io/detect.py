@@ -10,17 +10,13 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any
 
+from .._failures import HTTPX_MODULES
+
 if TYPE_CHECKING:
     import httpx
 
 
 # -- which client made the response ---------------------------------------------------------
-
-
-#: The modules whose ``Response`` is read as httpx's: httpx, and httpx2, the httpx the OpenAI
-#: and Anthropic SDKs make their requests with (their ``response.http_response``). Both have
-#: the same response, stream and exception classes.
-HTTPX_MODULES = ("httpx", "httpx2")
 
 
 def httpx_module(source: object, kinds: tuple[str, ...] = ("Response",)) -> Any:

@@ -40,7 +40,7 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any
 
-from .._io.failures import connection_lost, is_transport_error
+from .._failures import connection_lost, is_transport_error
 from .checks import (
     EXCERPT_BYTES,
     MAX_ERROR_BODY,

@@ -19,9 +19,9 @@ from .._errors import (
     StreamfoldError,
 )
 from .._events import AnyEvent
+from .._failures import ConnectionLostError, is_transport_error
 from .._io.asynclib import backoff
 from .._io.checks import retry_after_wait, retry_kind
-from .._io.failures import ConnectionLostError, is_transport_error
 from .._providers import Provider, get_provider
 from .._read.jsonbody import json_body_frames
 

@@ -75,9 +75,9 @@ from .._errors import (
     StreamfoldError,
 )
 from .._events import AnyEvent
+from .._failures import client_error, is_read_timeout
 from .._io.asynclib import async_library, sleep
 from .._io.detect import as_native, httpx_module, is_response
-from .._io.failures import client_error, is_read_timeout
 from .._io.source import async_byte_chunks, looks_like_response, sync_byte_chunks
 from .._types import ProviderName
 from .cursor import Cursor, Resumer

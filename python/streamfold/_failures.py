@@ -1,4 +1,5 @@
-"""Telling a failed connection from a failed program, for the HTTP adapters and resumption.
+"""Telling a failed connection from a failed program, for the pipeline, the HTTP adapters and
+resumption.
 
 Client libraries are only looked up in ``sys.modules``: an exception cannot come from a library
 that was never imported, and importing one here would defeat lazy imports.
@@ -9,16 +10,21 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._errors import ConnectionLostError, IdleTimeoutError, ReadTimeout, StreamfoldError
-from .detect import HTTPX_MODULES
+from ._errors import ConnectionLostError, IdleTimeoutError, ReadTimeout, StreamfoldError
 
 __all__ = [
+    "HTTPX_MODULES",
     "ConnectionLostError",
     "as_connection_lost",
     "client_error",
     "is_read_timeout",
     "is_transport_error",
 ]
+
+#: The modules whose ``Response`` is read as httpx's: httpx, and httpx2, the httpx the OpenAI
+#: and Anthropic SDKs make their requests with (their ``response.http_response``). Both have
+#: the same response, stream and exception classes.
+HTTPX_MODULES = ("httpx", "httpx2")
 
 #: module -> exception classes meaning "the connection failed". A body whose content encoding
 #: (gzip, br) breaks mid-way counts too: the bytes stop making sense where the transport
