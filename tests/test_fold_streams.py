@@ -1256,10 +1256,10 @@ def test_an_open_stream_its_provider_reads_keeps_no_copy_of_its_first_bytes() ->
 
     pipeline = Pipeline("openai")
     pipeline.feed(sse(*OPENAI_TEXT[:2]))
-    assert pipeline._prefix is None
+    assert pipeline._diagnosis._prefix == []
     misread = Pipeline("openai")
     misread.feed(CASES["anthropic_tool_use"].body[:300])
-    assert misread._prefix
+    assert misread._diagnosis._prefix
 
 
 @pytest.mark.parametrize(

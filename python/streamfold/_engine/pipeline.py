@@ -9,18 +9,11 @@ which the façades raise right after yielding them.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._core import JsonLinesDecoder, NumberedCut, SSEDecoder, TemplateCut
-from .._errors import (
-    IncompleteStreamError,
-    ProtocolError,
-    StreamError,
-    StreamfoldError,
-    add_hint,
-)
+from .._errors import ProtocolError, StreamError, StreamfoldError
 from .._events import (
     AnyEvent,
     BlockDelta,
@@ -28,15 +21,14 @@ from .._events import (
     BlockStart,
     Event,
     MediaAdded,
-    MessageEnd,
     Notice,
     ToolResultAdded,
 )
 from .._failures import ConnectionLostError, as_connection_lost, is_transport_error
-from .._providers import Provider, get_provider, provider_class
+from .._providers import Provider, get_provider
 from .._providers._fast import TEXT_DELTA_BUILDER
-from .._providers.auto import CHAT, detect_and_parse, whole_body_error
 from .._types import ProviderName
+from .diagnosis import Diagnosis
 
 if TYPE_CHECKING:
     from .folder import DeltaSink
@@ -47,17 +39,6 @@ E = TypeVar("E", bound=StreamfoldError)
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
-#: How much of the input is kept to tell, when a named provider fails on it, which provider's
-#: format it is (``Pipeline.misread_hint``).
-_PREFIX_BYTES = 4096
-#: Events a provider makes only from a stream in its own format: content, or its end.
-_READ = frozenset({BlockStart, BlockDelta, MessageEnd})
-#: How ``Pipeline.misread_hint`` begins (the command line gives its own advice instead).
-MISREAD_HINT = " (its first frames read as provider="
-#: What a body that is one JSON array most likely is.
-_JSON_ARRAY_HINT = (
-    "a JSON array, as Gemini's streamGenerateContent answers without ?alt=sse: ask for alt=sse"
-)
 #: Block kinds whose deltas feed a call (the fold makes the call at its first delta).
 _CALL_KINDS = frozenset({"tool_call", "server_tool"})
 #: What ``auto`` skips to find the first byte that tells its framing: blanks and a BOM.
@@ -114,18 +95,13 @@ class Pipeline:
 
     __slots__ = (
         "_armed",
-        "_byte_probe",
         "_cut_line",
         "_decoder",
-        "_deferred",
-        "_detected",
+        "_diagnosis",
         "_max_event_bytes",
-        "_prefix",
-        "_probing",
         "_sniff",
         "_sniff_bom",
         "_sniff_errors",
-        "_told",
         "bytes_seen",
         "closed",
         "frame_filter",
@@ -183,12 +159,6 @@ class Pipeline:
         self.closed = False
         #: The last JSON line, without its newline, did not parse: cut by the end of input.
         self._cut_line = False
-        #: The first ``_PREFIX_BYTES`` of the input, in the pieces read: to tell a stream cut
-        #: short from no stream at all (``not_a_stream``) and which provider's format it is
-        #: (``misread_hint``). ``None`` once the provider has read content or a terminal event
-        #: from the stream, which a misread stream never gives, so an open stream keeps no
-        #: copy of it.
-        self._prefix: list[bytes] | None = []
         #: Frames for which this returns False are skipped before the provider sees them
         #: (resumable streams drop the events a server replays after a reconnection).
         self.frame_filter = frame_filter
@@ -202,25 +172,13 @@ class Pipeline:
         #: so that the folding path can be armed between them.
         self.stepping = False
         named = self.provider.name != "auto"
-        #: A named SSE provider's frames are read by auto-detection too (``_probe``) until
-        #: one tells which provider's they are: another's makes a ``ProtocolError`` naming it
-        #: at that frame, unless the named provider read the stream by then.
-        self._probing = named and framing == "sse"
-        #: ``(name, frame number)``: the other provider that frame read as.
-        self._detected: tuple[str, int] | None = None
-        #: The provider the misread hint last named (``detected_provider`` of its errors).
-        self._told: str | None = None
-        #: A named JSON-lines provider (Cohere v1): ``auto`` reads the same bytes until the
-        #: provider reads the stream, so that a stream in another framing (SSE) is named
-        #: whatever its first frame's size, and whatever the reads.
-        self._byte_probe: Pipeline | None = (
-            Pipeline("auto", max_event_bytes=max_event_bytes)
-            if named and framing == "jsonl"
-            else None
+        #: The first bytes, kept until the provider reads the stream, to explain a stream that
+        #: is not what it was said to be. A named JSON-lines provider's bytes are read as
+        #: ``auto``'s too, so that a stream in another framing is named whatever the reads.
+        self._diagnosis = Diagnosis(
+            probing=named and framing == "sse",
+            byte_probe=self.auto_reader() if named and framing == "jsonl" else None,
         )
-        #: A framing error held until ``_byte_probe`` tells which provider the stream is, so
-        #: that its text is the same however the bytes were split.
-        self._deferred: ProtocolError | None = None
 
     @property
     def decoder(self) -> SSEDecoder | JsonLinesDecoder | None:
@@ -265,7 +223,7 @@ class Pipeline:
             )
         refused = self._sniff_errors[jsonl]
         if refused is not None:
-            self.pending = self._framing_error(refused)
+            self.pending = self._diagnosis.framing_error(refused, self)
             return False
         return True
 
@@ -349,8 +307,7 @@ class Pipeline:
         self._armed = True
         # The provider reads this stream: no other provider's format to tell, nothing to
         # explain.
-        self._prefix = None
-        self._probing = False
+        self._diagnosis.settle()
 
     def catch_up(self) -> None:
         """Count what the folding path read since the last call: its bytes, and its frames
@@ -390,7 +347,7 @@ class Pipeline:
             return out
         self._run(frames.events, out)
         if self.pending is None:
-            self.pending = self._framing_error(frames)
+            self.pending = self._diagnosis.framing_error(frames, self)
         return out
 
     def disarm(self) -> None:
@@ -407,22 +364,12 @@ class Pipeline:
         if chunk.__class__ is not bytes and not isinstance(chunk, (bytearray, memoryview)):
             raise TypeError(_not_bytes(chunk))
         seen = self.bytes_seen
-        if seen < _PREFIX_BYTES and self._prefix is not None:
-            self._prefix.append(bytes(chunk[: _PREFIX_BYTES - seen]))
         self.bytes_seen = seen + len(chunk)
         # list[Any]: the provider fills it as its list[Event], and every event a provider makes
         # is one of AnyEvent (the same in feed_folded, feed_frames, close and lost).
         out: list[Any] = []
-        if self._byte_probe is not None:
-            self._feed_probe(chunk)
-            if self._deferred is not None:
-                return out
-        elif self._deferred is not None:
-            # ``auto``, whose first JSON line did not parse: one JSON document on several
-            # lines (a whole answer, an error object), told at the end if it is small.
-            if self.bytes_seen > _PREFIX_BYTES:
-                deferred, self._deferred = self._deferred, None
-                self.pending = self._framing_error(deferred)
+        diagnosis = self._diagnosis
+        if diagnosis.open and diagnosis.hold(chunk, seen, self):
             return out
         if self._decoder is None and not self._choose_framing(bytes(chunk)):
             return out
@@ -435,8 +382,8 @@ class Pipeline:
                 frames = decoder.feed(chunk)
         except ProtocolError as exc:
             self._run(exc.events, out)
-            if self.pending is None:
-                self._framing_failed(exc)
+            if self.pending is None and not self._diagnosis.defer(exc, self):
+                self.pending = self._diagnosis.framing_error(exc, self)
             return out
         if frames:  # most small reads end no frame
             self._run(frames, out)
@@ -447,7 +394,7 @@ class Pipeline:
         have sent: ``sf.fold_json``) through the provider, as ``feed`` runs the frames
         it decodes; returns their events. Check ``pending`` afterwards."""
         out: list[Any] = []
-        self._prefix = None  # no bytes: nothing to tell another provider's format by
+        self._diagnosis.settle()  # no bytes: nothing to tell another provider's format by
         self._run(frames, out)
         return out
 
@@ -469,14 +416,10 @@ class Pipeline:
                 self._decoder = self._sniff[0]
                 refused = self._sniff_errors[0]
                 if refused is not None:
-                    self.pending = self._framing_error(refused)
+                    self.pending = self._diagnosis.framing_error(refused, self)
             self._sniff = None
         frames: list[Any] = []
-        if self._byte_probe is not None:
-            self._feed_probe(None)
-        elif self._deferred is not None:
-            self.pending = self._whole_body(self._deferred)
-            self._deferred = None
+        self._diagnosis.close(self)
         if self._decoder is not None and self.pending is None:
             try:
                 frames = self._decoder.close()
@@ -493,7 +436,7 @@ class Pipeline:
                     # then ends without its terminal event, which says what happened.
                     self._cut_line = True
                 else:
-                    self.pending = self._framing_error(exc)
+                    self.pending = self._diagnosis.framing_error(exc, self)
         self._run(frames, out)
         if self.pending is None and finish:
             try:
@@ -560,110 +503,17 @@ class Pipeline:
             isinstance(dec, SSEDecoder) and self.closed and dec.dropped_partial
         )
 
-    def _feed_probe(self, chunk: bytes | bytearray | memoryview | None) -> None:
-        """Feed ``_byte_probe`` (``None``: the end of input); once it has told (a provider
-        chosen, an error, the end), a ``_deferred`` framing error is raised with its hint."""
-        probe = self._byte_probe
-        assert probe is not None
-        with contextlib.suppress(StreamfoldError):
-            if chunk is None:
-                probe.close()
-            else:
-                probe.feed(chunk)
-        if chunk is not None and probe.provider_name == "auto" and probe.pending is None:
-            return  # not told yet
-        self._byte_probe = None
-        told = probe.provider_name
-        if told != "auto" and not self._same_format(told):
-            self._detected = (told, -1)
-        deferred, self._deferred = self._deferred, None
-        if deferred is not None and self.pending is None:
-            self.pending = self._framing_error(deferred)
-
-    def _framing_failed(self, exc: ProtocolError) -> None:
-        """The decoder refused the bytes: the error, now, or once ``_byte_probe`` has told
-        which provider's stream it is (see ``_deferred``), or, for ``auto``'s first JSON
-        line, once the input has ended or outgrown a small body (``_whole_body``)."""
-        if self._byte_probe is not None:
-            self._deferred = exc
-            self._feed_probe(b"")  # the probe may have told already
-        elif (
-            self.provider.name == "auto"
-            and not self.frames_seen
-            and isinstance(self._decoder, JsonLinesDecoder)
-            and self.bytes_seen <= _PREFIX_BYTES
-        ):
-            self._deferred = exc
-        else:
-            self.pending = self._framing_error(exc)
-
-    def _whole_body(self, exc: ProtocolError) -> StreamfoldError:
-        """The error of input that is one JSON document on several lines (a pretty-printed
-        answer or error object): what it is (``whole_body_error``), else ``exc``'s."""
-        body = b"".join(self._prefix or ()).removeprefix(b"\xef\xbb\xbf")
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
-        whole = whole_body_error(payload)
-        if isinstance(whole, StreamError):
-            whole.retryable_without_duplicate = not self.produced
-        return whole if whole is not None else self._framing_error(exc)
-
-    def _same_format(self, name: str) -> bool:
-        found, named = provider_class(name), type(self.provider)
-        return issubclass(found, named) or issubclass(named, found)  # Mistral reads as OpenAI
-
-    def _probe(self, frames: list[Any]) -> int:
-        """Auto-detection over the frames about to be read, while the named provider has not
-        read the stream: how many of them to read now. A frame that tells the named
-        provider's format ends the probing; one that tells another's sets ``_detected``, and
-        only the frames up to it are read, so that the ``ProtocolError`` it makes comes at
-        that frame however the bytes were split. Its parsed payload goes to the provider."""
-        first = self.provider.position + 1
-        for k, frame in enumerate(frames):
-            found, parsed = detect_and_parse(frame, jsonl=False)
-            if found is None:
-                continue
-            self._probing = False
-            if found == CHAT:
-                found = "openai"
-            if k == 0 and parsed is not None:
-                self.provider.preparsed = (frame, parsed)
-            if self._same_format(found):
-                return len(frames)
-            self._detected = (found, first + k)
-            return k + 1
-        return len(frames)
-
-    def _misread_error(self, frames: list[Any]) -> None:
-        """The frame ``_detected`` names was read and the named provider read nothing of the
-        stream: another provider's, said at once rather than at its end."""
-        assert self._detected is not None
-        name = self.provider_name
-        frame = frames[-1]
-        event = getattr(frame, "event", None)
-        self.pending = self.hinted(
-            ProtocolError(
-                f"{name}: the frames are not {name}'s (event {event!r}, frame {self._detected[1]})",
-                provider=name,
-                event=event,
-                position=self._detected[1],
-                raw=frame,
-            )
-        )
-
     def _run(self, frames: list[Any], out: list[Event]) -> None:
         if self.pending is not None:
             return
         if self.frame_filter is not None:
             keep = self.frame_filter
             frames = [frame for frame in frames if keep(frame)]
-        if self._probing and self._prefix is not None and frames:
-            now = self._probe(frames)
+        if self._diagnosis.probing and frames:
+            now = self._diagnosis.probe(frames, self)
             if now < len(frames):
                 # Up to the frame that told another provider's format: the error comes there
-                # (``_misread_error``) unless the named provider read the stream by then.
+                # (``Diagnosis.read``) unless the named provider read the stream by then.
                 self._read(frames[:now], out)
                 self._read(frames[now:], out)
                 return
@@ -691,27 +541,13 @@ class Pipeline:
                     handle(frame, out)
         except StreamfoldError as exc:
             if isinstance(exc, ProtocolError):
-                self._add_misread_hint(exc)
+                self._diagnosis.hinted(exc, self)
             self.pending = exc
         self.frames_seen += len(frames)
         if not self.produced or self.pending is not None:
             self._note_content(out)
-        if self._prefix is not None:
-            read = False
-            for event in out:  # a loop: a generator would be made on every read
-                if event.__class__ in _READ:
-                    read = True
-                    break
-            if read:
-                self._prefix = None  # the provider reads this stream: nothing to explain
-                self._byte_probe = None
-                self._probing = False
-            elif (
-                self._detected is not None
-                and 0 <= self._detected[1] <= provider.position
-                and self.pending is None
-            ):
-                self._misread_error(frames)
+        if self._diagnosis.open:
+            self._diagnosis.read(frames, out, self)
 
     def _note_content(self, out: list[Event]) -> None:
         """Whether ``out`` gave the answer content (:func:`produces_content`); a provider's
@@ -726,72 +562,10 @@ class Pipeline:
         if isinstance(pending, StreamError) and pending.status is None:
             pending.retryable_without_duplicate = not self.produced
 
-    def _framing_error(self, exc: ProtocolError) -> ProtocolError:
-        """The decoder's error (an event over the size limit, a JSON line that does not parse)
-        named as every other error is: the provider, and the number of the frame it broke
-        (``position`` stays the byte or line offset the decoder gave)."""
-        name = self.provider_name
-        exc.provider = exc.provider or name
-        if not exc.message.startswith(f"{name}: "):
-            hint = ""
-            if not self.frames_seen and self._body_head().startswith(b"["):
-                hint = f" ({_JSON_ARRAY_HINT})"
-            exc.message = f"{name}: {exc.message} (frame {self.frames_seen}){hint}"
-            exc.args = (exc.message, *exc.args[1:])
-        self._add_misread_hint(exc)
-        return exc
-
-    def _body_head(self) -> bytes:
-        """The first bytes of the input after a BOM and blanks (of those kept in ``_prefix``:
-        none once the provider has read the stream)."""
-        if not self._prefix:
-            return b""
-        return b"".join(self._prefix).removeprefix(b"\xef\xbb\xbf").lstrip()
-
-    def misread_hint(self) -> str:
-        """For a provider the caller named, when the stream failed: ``" (its first frames read
-        as provider='gemini': ...)"`` when auto-detection reads the first bytes as another
-        provider's format, else ``""``. A stream given the wrong ``provider=`` would otherwise
-        read as one cut short, or as broken bytes."""
-        provider = self.provider
-        if provider.name == "auto" or not self._prefix:  # none kept, or the stream was read
-            return ""
-        detected = self._detected
-        if detected is not None:
-            if detected[1] > provider.position:
-                return ""  # told by a frame after the one being read: not known yet there
-            return self._hint(detected[0])
-        if self.frames_seen or self._byte_probe is not None:
-            # The frames read told nothing (or the bytes are still being read as auto's):
-            # what later bytes would tell must not change the text of this error.
-            return ""
-        probe = Pipeline("auto", max_event_bytes=self._max_event_bytes)
-        with contextlib.suppress(StreamfoldError):
-            probe.feed(b"".join(self._prefix))
-            probe.close()
-        told = probe.provider_name
-        if told == "auto" or self._same_format(told):
-            return ""
-        return self._hint(told)
-
-    def _hint(self, detected: str) -> str:
-        self._told = detected
-        name = self.provider.name
-        return (
-            f"{MISREAD_HINT}{detected!r}: is provider={name!r} right? "
-            f"provider={detected!r} or 'auto' reads it)"
-        )
-
-    def _add_misread_hint(self, exc: ProtocolError) -> None:
-        self.hinted(exc)
-
     def hinted(self, exc: E) -> E:
-        """``exc`` with the misread hint (when the first bytes tell another provider): at the
-        end of its message, and as ``hint`` and ``detected_provider``."""
-        hint = self.misread_hint()
-        if hint:
-            add_hint(exc, hint, self._told)
-        return exc
+        """``exc`` with the misread hint (``Diagnosis.hinted``), when the first bytes tell
+        another provider's format."""
+        return self._diagnosis.hinted(exc, self)
 
     def raise_pending(self) -> None:
         if self.pending is not None:
@@ -799,58 +573,16 @@ class Pipeline:
             raise exc
 
     def not_a_stream(self) -> ProtocolError | None:
-        """For input that ended without one frame: a ``ProtocolError`` when it does not begin
-        as its framing does (a proxy's HTML error page, another provider's format), rather
-        than a stream cut short; ``None`` when it may be a stream cut before its first frame
-        (no byte, blanks, comments, a field begun)."""
-        if self.frames_seen or self.dropped_partial or self.pending is not None:
-            return None
-        head = self._body_head()
-        jsonl = isinstance(self._decoder, JsonLinesDecoder)
-        starts = (b"{", b"[") if jsonl else (b"data", b"event", b"id", b"retry", b":")
-        if not head or head.startswith(starts) or any(s.startswith(head) for s in starts):
-            return None
-        name = self.provider_name
-        misread = self.misread_hint()
-        hint = ""
-        if head.startswith(b"<"):
-            hint = ": HTML, a proxy's or gateway's error page?"
-        elif not jsonl and head.startswith(b"{"):
-            # The hint names the provider whose stream it is, when auto-detection tells.
-            hint = (
-                ": JSON lines" if misread else ": JSON lines (Cohere v1 is provider='cohere-v1')?"
-            )
-        elif head.startswith(b"["):
-            hint = f": {_JSON_ARRAY_HINT}"
-        error = ProtocolError(
-            f"{name}: the input is not {'JSON lines' if jsonl else 'an event stream (SSE)'}: "
-            f"{self.bytes_seen} bytes and not one frame, beginning {head[:40]!r}{hint}",
-            provider=name,
-            position=0,
-        )
-        return add_hint(error, misread, self._told) if misread else error
+        """For input that ended without one frame: the ``ProtocolError`` of input that is no
+        stream at all (``Diagnosis.not_a_stream``), else ``None``."""
+        return self._diagnosis.not_a_stream(self)
 
     def incomplete_error(self) -> StreamfoldError:
         """The error of input that ended before the provider's terminal event: a stream cut
-        short, or (``not_a_stream``) no stream at all."""
-        not_a_stream = self.not_a_stream()
-        if not_a_stream is not None:
-            return not_a_stream
-        name = self.provider_name
-        misread = self.misread_hint()
-        message = (
-            f"{name}: the stream ended after {self.bytes_seen} bytes without the provider's "
-            f"terminal event; the answer may be cut short{misread}"
-        )
-        if self.dropped_partial:
-            dropped = (
-                "a last line without its newline, not JSON, was discarded at the end of input"
-                if isinstance(self._decoder, JsonLinesDecoder)
-                else "an event not terminated by a blank line was discarded at the end of "
-                "input, as the SSE standard requires"
-            )
-            message = f"{message} ({dropped})"
-        error = IncompleteStreamError(message, provider=name, position=self.bytes_seen)
-        if misread:
-            error.hint, error.detected_provider = misread, self._told
-        return error
+        short, or no stream at all (``Diagnosis.incomplete_error``)."""
+        return self._diagnosis.incomplete_error(self)
+
+    def auto_reader(self) -> Pipeline:
+        """A pipeline that reads the same bytes with auto-detection: how the diagnosis tells
+        which provider's format they are."""
+        return Pipeline("auto", max_event_bytes=self._max_event_bytes)
