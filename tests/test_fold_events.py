@@ -7,7 +7,7 @@ import dataclasses
 import json
 import pickle
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -761,9 +761,12 @@ def test_search_query_notices_are_collected() -> None:
     assert fold(events).search_queries == [{"text": "q1"}]
 
 
-def test_a_search_query_reported_twice_is_listed_once() -> None:
+@pytest.mark.parametrize("provider", ["cohere-v1", ""])
+def test_a_search_query_reported_twice_is_listed_once(provider: ProviderName) -> None:
     # Cohere v1 reports a query in search-queries-generation (a Notice) and again in each
-    # search result (SourcesAdded.queries); a result's query may lack the generation_id.
+    # search result (SourcesAdded.queries); a result's query may lack the generation_id. A
+    # fold that knows its provider by name tells queries apart by that provider's rule
+    # (Provider.same_query); one that knows none ("") by every provider's.
     q1 = {"text": "q1", "generation_id": "g"}
     q2 = {"text": "q2", "generation_id": "g"}
     events = [
@@ -773,7 +776,7 @@ def test_a_search_query_reported_twice_is_listed_once() -> None:
         SourcesAdded(sources=[], queries=[{"text": "q1", "generation_id": "other"}, "s", "s"]),
         end(),
     ]
-    assert fold(events).search_queries == [
+    assert fold(events, provider).search_queries == [
         q1,
         q2,
         {"text": "q1", "generation_id": "other"},  # another generation's query
@@ -1063,3 +1066,38 @@ def test_a_folder_refuses_an_unknown_provider_name_as_fold_does() -> None:
     assert str(folder_error.value) == str(fold_error.value)
     assert "anthropic" in str(folder_error.value)
     assert all(sf.Folder(name).provider == name for name in sf.PROVIDER_NAMES)
+
+
+def test_a_folder_follows_the_fold_rules_of_its_provider() -> None:
+    # The quirks of a provider's events (a whole text stated at the end, a call sent again
+    # whole, one query reported in several forms) are its own rules (Provider.final_text,
+    # resends_call, same_query): a folder named for another provider does not apply them, and
+    # one that knows no provider ("", or "auto" before the stream told) applies every
+    # provider's.
+    stated = [
+        MessageStart(),
+        *text_block(0, "You said"),
+        MessageEnd(finish_reason="stop", raw_finish_reason="done", data={"result": "X"}),
+    ]
+    call = BlockStart(index=0, kind="tool_call", id="c1", name="f", arguments={"a": 1})
+    whole = BlockStart(
+        index=0, kind="tool_call", id="c1", name="f", arguments={"a": 2}, complete=True
+    )
+    resent = [MessageStart(), call, whole, end()]
+    unnamed: tuple[Literal[""], ProviderName] = ("", "auto")
+    for provider in ("onecortex", *unnamed):
+        folder = sf.Folder(provider)
+        for event in stated:
+            folder.add(event)
+        assert "differs from the joined text" in folder.result().warnings[0], provider
+    assert fold(stated, "openai").warnings == []
+    for provider in ("clouisle", *unnamed):
+        folder = sf.Folder(provider)
+        for event in resent:
+            folder.add(event)
+        message = folder.result()
+        assert message.tool_calls[0].arguments == {"a": 2}, provider
+        assert message.warnings == [], provider
+    other = fold(resent, "anthropic")
+    assert other.tool_calls[0].complete is False  # the first call, never closed
+    assert any("started twice" in warning for warning in other.warnings)

@@ -70,7 +70,7 @@ from .._message import (
     ToolResult,
     Usage,
 )
-from .._providers import check_provider_name
+from .._providers import check_provider_name, fold_rules
 from .._types import ProviderName
 
 __all__ = ["Folder"]
@@ -540,8 +540,8 @@ class Folder:
     ``Notice(kind="provider_detected")`` names (the first event of ``events(provider="auto")``).
     A name ``provider=`` does not know raises ``ValueError``, as it does for ``fold``.
     With ``strict=True`` a broken rule of the event contract (a delta for a block never
-    started, a step ended that never started, a mismatch between Onecortex ``done.result``
-    and the joined text) raises :class:`ProtocolError`; by default
+    started, a step ended that never started, a terminal event that states a whole text
+    other than the joined one) raises :class:`ProtocolError`; by default
     it is recorded in ``Message.warnings``.
 
     Several choices (OpenAI ``n>1``, Gemini candidates) fold into one message each:
@@ -994,14 +994,11 @@ class Folder:
             call = b.call
             if (
                 ev.kind == "tool_call"
-                and ev.complete
                 and call is not None
                 and call.position >= 0
-                and ev.id is not None
-                and ev.id == call.id
+                and fold_rules(self.provider).resends_call(call.id, ev)
             ):
-                # A whole call sent again for its block (Clouisle re-sends a call with its
-                # whole arguments once they are known): the call is updated in place.
+                # A whole call sent again for its block: the call is updated in place.
                 update = c.calls[call.position] = b.call = _Call(ev, call.position)
                 b.complete = True
                 b.push = self._stray(b, ev)
@@ -1212,11 +1209,10 @@ class Folder:
         c.changed = True
         if ev.metadata:
             self._keep_metadata(ev.metadata)
-        data = ev.data
-        if isinstance(data, dict):
-            result = data.get("result")
-            if isinstance(result, str):
-                self._check_result(c, result, ev)
+        if ev.data is not None:
+            stated = fold_rules(self.provider).final_text(ev)
+            if stated is not None:
+                self._check_text(c, stated, ev)
 
     def _tool_turn(self, c: _Choice, ev: MessageEnd) -> FinishReason | None:
         """``ev``'s finish, made ``tool_calls`` when the turn ends asking for tools: it holds a
@@ -1230,8 +1226,9 @@ class Folder:
             return "tool_calls"
         return finish
 
-    def _check_result(self, c: _Choice, result: str, ev: MessageEnd) -> None:
-        """Onecortex ``done.result`` is the whole reply: it must equal the joined text."""
+    def _check_text(self, c: _Choice, result: str, ev: MessageEnd) -> None:
+        """The whole text the terminal event states (``Provider.final_text``) must equal the
+        joined text."""
         self._refresh_dirty()
         text = c.joined()[0]
         if text != result:
@@ -1356,12 +1353,13 @@ class Folder:
         self._run_changed = True
 
     def _add_queries(self, queries: list[Any]) -> None:
-        """Each search query once: Cohere v1 reports a query in ``search-queries-generation``
-        and again in each of its ``search-results`` (once per connector), and a query only
-        one of them carries must still be kept."""
+        """Each search query once, as the provider tells one from another
+        (``Provider.same_query``): a stream may report a query again, and a query only one
+        of the reports carries must still be kept."""
         known = self._queries
+        same = fold_rules(self.provider).same_query
         for query in queries:
-            if not any(_same_query(query, seen) for seen in known):
+            if not any(same(query, seen) for seen in known):
                 known.append(query)
 
     def _ignore(self, ev: Event) -> None:
@@ -1396,17 +1394,6 @@ def _handler_table(cls: type[Folder]) -> dict[type, Callable[[Any, Any], None]]:
 
 
 Folder._handlers = _handler_table(Folder)
-
-
-def _same_query(a: Any, b: Any) -> bool:
-    """Two reports of one search query: the same text, and the same ``generation_id`` unless
-    one of them lacks it (a ``search_query`` may come without it)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        text = a.get("text")
-        if text is not None and text == b.get("text"):
-            first, second = a.get("generation_id"), b.get("generation_id")
-            return first is None or second is None or first == second
-    return bool(a == b)
 
 
 def _partial_finish(

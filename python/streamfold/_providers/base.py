@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, overload
 
 from .._core import NumberedCut, ServerSentEvent, TemplateCut
 from .._errors import ProtocolError
-from .._events import Event, MessageEnd, MessageStart, Notice, Unknown
+from .._events import BlockStart, Event, MessageEnd, MessageStart, Notice, Unknown
 from .._parts import BlockKind, FinishReason
 
 __all__ = [
     "ID",
     "NAME",
     "Finishing",
+    "FoldRules",
     "FoldingTarget",
     "Framing",
     "Provider",
@@ -136,6 +137,29 @@ class Provider(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.names_folding_targets = cls.folding_target is not Provider.folding_target
+
+    # -- the fold's rules: how this provider's events fold where the event contract alone does
+    # not say. Class methods: a ``Folder`` fed by hand knows its provider by name only.
+
+    @classmethod
+    def final_text(cls, end: MessageEnd) -> str | None:
+        """The whole text of the message as the terminal event ``end`` states it in its
+        ``data`` (asked only when there is one), which the fold checks against the text it
+        joined; ``None`` when the provider states none."""
+        return None
+
+    @classmethod
+    def resends_call(cls, call_id: Any, start: BlockStart) -> bool:
+        """Whether ``start``, a ``tool_call`` block start for a block whose call (of id
+        ``call_id``) was started already, sends that call again whole, to replace it in
+        place; otherwise the block started twice, which breaks the event contract."""
+        return False
+
+    @classmethod
+    def same_query(cls, a: Any, b: Any) -> bool:
+        """Whether two search queries the stream reports are one (the message lists each
+        once): when they are equal, unless the provider reports one query in several forms."""
+        return bool(a == b)
 
     @overload
     def json_object(self, frame: Any) -> dict[str, Any]: ...
@@ -303,6 +327,16 @@ def present(mapping: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | 
         if value is not None:
             found[key] = value
     return found or None
+
+
+class FoldRules(Protocol):
+    """The fold's rules of a provider (``Provider.final_text``, ``resends_call``,
+    ``same_query``): a provider class, or ``registry.fold_rules``'s for a fold that does not
+    know its provider."""
+
+    def final_text(self, end: MessageEnd) -> str | None: ...
+    def resends_call(self, call_id: Any, start: BlockStart) -> bool: ...
+    def same_query(self, a: Any, b: Any) -> bool: ...
 
 
 class Finishing(Protocol):

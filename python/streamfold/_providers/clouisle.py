@@ -250,6 +250,12 @@ class Clouisle(Provider):
     #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
     _ON: ClassVar[dict[str, _Handler]]
 
+    @classmethod
+    def resends_call(cls, call_id: Any, start: BlockStart) -> bool:
+        """A call is sent again with its whole arguments once they are known (the block of
+        that id, complete): the call is updated in place."""
+        return start.complete and start.id is not None and start.id == call_id
+
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._started = False

@@ -130,6 +130,18 @@ class CohereV1(Provider):
     #: Event type -> handler, called as ``handler(self, …)`` (see the end of the module).
     _ON: ClassVar[dict[str, _Handler]]
 
+    @classmethod
+    def same_query(cls, a: Any, b: Any) -> bool:
+        """One query is reported in ``search-queries-generation`` and again in each of its
+        ``search-results`` (once per connector), where it may lack the ``generation_id``: the
+        same text, and the same ``generation_id`` unless one of them lacks it."""
+        if isinstance(a, dict) and isinstance(b, dict):
+            text = a.get("text")
+            if text is not None and text == b.get("text"):
+                first, second = a.get("generation_id"), b.get("generation_id")
+                return first is None or second is None or first == second
+        return bool(a == b)
+
     def __init__(self, *, strict: bool = False) -> None:
         super().__init__(strict=strict)
         self._started = False

@@ -97,6 +97,17 @@ class Onecortex(Provider):
         #: Names of the open steps, innermost last.
         self._steps: list[str | None] = []
 
+    @classmethod
+    def final_text(cls, end: MessageEnd) -> str | None:
+        """``done.result`` is the whole reply: the fold checks that it equals the joined
+        text."""
+        data = end.data
+        if isinstance(data, dict):
+            result = data.get("result")
+            if isinstance(result, str):
+                return result
+        return None
+
     # -- the frame loop ----------------------------------------------------------------------
 
     def handle(self, frame: Any, out: list[Event]) -> None:

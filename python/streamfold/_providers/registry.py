@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import get_args
+from typing import Any, get_args
 
+from .._events import BlockStart, MessageEnd
 from .._types import ProviderName
-from .base import Provider
+from .base import FoldRules, Provider
 
-__all__ = ["PROVIDER_NAMES", "check_provider_name", "get_provider", "provider_class"]
+__all__ = [
+    "PROVIDER_NAMES",
+    "check_provider_name",
+    "fold_rules",
+    "get_provider",
+    "provider_class",
+]
 
 # name -> (module, class). Modules are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -82,3 +89,46 @@ def get_provider(name: str, *, strict: bool = False) -> Provider:
         auto: type[Provider] = importlib.import_module(f"{__package__}.auto").AutoProvider
         return auto(strict=strict)
     return provider_class(name)(strict=strict)
+
+
+class _EveryProvider:
+    """The fold's rules of a fold that does not know its provider (a ``Folder`` made without
+    a name and fed by hand): every provider's, so that its events fold as their own
+    provider's fold would fold them."""
+
+    def __init__(self) -> None:
+        self._classes: tuple[type[Provider], ...] | None = None
+
+    def classes(self) -> tuple[type[Provider], ...]:
+        if self._classes is None:
+            self._classes = tuple({provider_class(name): None for name in _REGISTRY})
+        return self._classes
+
+    def final_text(self, end: MessageEnd) -> str | None:
+        for cls in self.classes():
+            text = cls.final_text(end)
+            if text is not None:
+                return text
+        return None
+
+    def resends_call(self, call_id: Any, start: BlockStart) -> bool:
+        return any(cls.resends_call(call_id, start) for cls in self.classes())
+
+    def same_query(self, a: Any, b: Any) -> bool:
+        return any(cls.same_query(a, b) for cls in self.classes())
+
+
+_EVERY_PROVIDER = _EveryProvider()
+
+
+def fold_rules(name: str) -> FoldRules:
+    """The rules a fold named ``name`` follows where the event contract alone does not say
+    (``Provider.final_text``, ``resends_call``, ``same_query``): its provider's; every
+    provider's for a fold named no provider, ``"auto"`` (before the stream told which), or
+    a name no provider has."""
+    cls = _CLASSES.get(name)
+    if cls is not None:
+        return cls
+    if name in _REGISTRY:
+        return provider_class(name)
+    return _EVERY_PROVIDER
