@@ -7,6 +7,7 @@ pub mod jsonl;
 pub mod sse;
 pub mod surrogates;
 pub mod template;
+pub mod timing;
 #[cfg(feature = "transport")]
 pub mod transport;
 pub mod utf8;

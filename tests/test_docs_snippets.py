@@ -294,6 +294,18 @@ async def fold_md(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run
     )
 
 
+async def fold_md_timing(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
+    response = await opened(stack, server.url("/generate", provider="openai", n=20))
+
+    def check(ns: dict[str, Any]) -> None:
+        t = ns["t"]
+        assert isinstance(t, sf.StreamTiming) and t is ns["message"].timing
+        assert t.reads >= 1 and t.first_byte is not None and t.first_token is not None
+        assert t.first_byte <= t.first_token <= ns["t"].last_token
+
+    return Run({"response": response}, check=check)
+
+
 async def http_md_responses(server: StreamServer, stack: contextlib.AsyncExitStack) -> Run:
     # Statement number -> what it folds (statement 2 makes aiohttp's timeout).
     cases: dict[int, tuple[ProviderName, str]] = {
@@ -449,6 +461,7 @@ SNIPPETS: dict[tuple[str, str], Callable[..., Any]] = {
     ("docs/framing.md", "dec = sf.SSEDecoder(max_event_bytes=16 * 2**20)"): framing_md,
     ("docs/partial-json.md", "acc = sf.JsonAccumulator()"): partial_json_md,
     ("docs/fold.md", "import streamfold as sf"): fold_md,
+    ("docs/fold.md", 'message = sf.fold(response, provider="openai")'): fold_md_timing,
     (
         "docs/http.md",
         "with httpx.Client(timeout=httpx.Timeout(600, connect=5)) as client:  # 600 s read, 5 s "

@@ -58,13 +58,13 @@ from ._events import (
     UsageUpdate,
     event_from_dict,
 )
-from ._message import Block, Citation, Message, Step, ToolCall, ToolResult, Usage
+from ._message import Block, Citation, Message, Step, StreamTiming, ToolCall, ToolResult, Usage
 from ._providers import PROVIDER_NAMES
 from ._read.events import aevents, events
 from ._read.fold import afold, fold
 from ._read.framing import aiter_json_lines, aiter_sse, iter_json_lines, iter_sse
 from ._read.jsonbody import events_json, fold_json
-from ._relay import AsyncRelay, Relay, StreamTiming, arelay, relay
+from ._relay import AsyncRelay, Relay, arelay, relay
 from ._resume.drivers import (
     Cursor,
     IdleTimeoutError,

@@ -28,7 +28,17 @@ from ._jsonform import (
     usage_back,
     usage_dict,
 )
-from ._parts import Block, BlockKind, Citation, FinishReason, Step, ToolCall, ToolResult, Usage
+from ._parts import (
+    Block,
+    BlockKind,
+    Citation,
+    FinishReason,
+    Step,
+    StreamTiming,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ._request import to_request
 from ._types import ProviderName, RequestItems, RequestMessage, RequestProviderName
 
@@ -39,6 +49,7 @@ __all__ = [
     "FinishReason",
     "Message",
     "Step",
+    "StreamTiming",
     "ToolCall",
     "ToolResult",
     "Usage",
@@ -113,6 +124,10 @@ class Message(_ChoicesSlot):
     choice: int = 0
     #: The provider's error object, when the stream failed.
     error: Any = None
+    #: When the stream's bytes and content came (``None`` for a :class:`Folder` fed events by
+    #: hand). It describes the read, not the answer: two folds of the same bytes compare
+    #: equal whatever their timing, and :meth:`to_dict` leaves it out.
+    timing: StreamTiming | None = field(default=None, compare=False, repr=False)
 
     @property
     def choices(self) -> list[Message]:
@@ -165,6 +180,7 @@ _SPECIAL = {
     "usage",
     "pending_tool_call",
     "notices",
+    "timing",
 }
 _MESSAGE = tuple(n for n in field_names(Message) if n not in _SPECIAL)
 

@@ -1,5 +1,5 @@
 """The parts of a folded message: usage, citations, tool calls, blocks, tool results, steps,
-and the normalized finish reasons and block kinds.
+the stream's timing, and the normalized finish reasons and block kinds.
 
 Plain slotted dataclasses, below both the events (which carry them) and :class:`Message`
 (which holds them).
@@ -16,6 +16,7 @@ __all__ = [
     "Citation",
     "FinishReason",
     "Step",
+    "StreamTiming",
     "ToolCall",
     "ToolResult",
     "Usage",
@@ -137,3 +138,37 @@ class Step:
     complete: bool = False
     children: list[Step] = field(default_factory=list)
     raw: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTiming:
+    """When the stream's bytes and content came, by the monotonic clock, in seconds from the
+    moment the fold (or relay) began: the request was sent, for :func:`stream` and
+    :func:`astream`; reading began, for a fold of a response or an iterable. ``None``: not
+    yet, or never.
+
+    Measured once per read, in Rust on the reads the fold handles there, so it is always on;
+    reads of one event each give each event its own time."""
+
+    #: The first bytes of the body.
+    first_byte: float | None
+    #: The first read that added to the answer: text, reasoning, a refusal, a tool plan or
+    #: tool-call arguments.
+    first_token: float | None
+    #: The last read that added to the answer.
+    last_token: float | None
+    #: The longest wait between two reads that carried events (a keep-alive comment is
+    #: none): 0 after the first such read.
+    largest_gap: float | None
+    #: Reads of the body so far.
+    reads: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The timing as a JSON-compatible dict (the field names as keys)."""
+        return {
+            "first_byte": self.first_byte,
+            "first_token": self.first_token,
+            "last_token": self.last_token,
+            "largest_gap": self.largest_gap,
+            "reads": self.reads,
+        }

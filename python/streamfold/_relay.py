@@ -14,12 +14,11 @@ stream that merely stops, and then raised from the iteration as ``fold`` raises 
 ``aclose()``, leaving its ``with`` block, or the downstream client going away) closes the
 upstream at once.
 
-Timing: ``.timing`` is a :class:`StreamTiming` of the upstream as the relay read it, by a
-monotonic clock (``time.monotonic``; ``clock=`` takes another): seconds from the relay's
-first read to the first bytes, to the first and the last read that carried content (a text,
-reasoning, refusal, tool-plan or tool-call delta, or a block that came with its text or whole
-arguments), and the longest wait between two reads from the first byte on. One clock reading
-per upstream read, cheap enough to be always on.
+Timing: ``.timing`` is the fold's :class:`~streamfold.StreamTiming` of the upstream as the
+relay read it (``.message.timing`` once it ended), by the monotonic clock (``clock=`` takes
+another): seconds from the relay's making to the first bytes, to the first and the last read
+that added to the answer, and the longest wait between two reads that carried events. One
+clock reading per upstream read, cheap enough to be always on.
 
 One driver (:class:`_Core`) does the work; the two shells only read the transport.
 """
@@ -28,94 +27,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 
+from ._core import ReadClock
 from ._engine.driver import FoldDriver
+from ._engine.folder import DEFAULT_MAX_MESSAGE_BYTES
 from ._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
-from ._events import BlockDelta, BlockStart, Event
+from ._events import Event
 from ._io.source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
-from ._message import Message
+from ._message import Message, StreamTiming
 from ._types import ProviderName
 from ._writers import Writer
 
-__all__ = ["AsyncRelay", "Relay", "StreamTiming", "arelay", "relay"]
-
-
-@dataclass(frozen=True, slots=True)
-class StreamTiming:
-    """When the upstream's bytes came, in seconds from the relay's first read (``None``:
-    not yet, or never)."""
-
-    #: The first bytes of the body.
-    first_byte: float | None
-    #: The first read that carried content.
-    first_token: float | None
-    #: The last read that carried content.
-    last_token: float | None
-    #: The longest wait between two reads, from the first byte on (0 with a single read).
-    largest_gap: float | None
-    #: Upstream reads so far.
-    reads: int
-
-
-class _Clock:
-    """The arrival times of one relayed stream."""
-
-    __slots__ = (
-        "clock",
-        "first_byte",
-        "first_token",
-        "gap",
-        "last",
-        "last_token",
-        "reads",
-        "start",
-    )
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.start: float | None = None
-        self.last = 0.0
-        self.first_byte: float | None = None
-        self.first_token: float | None = None
-        self.last_token: float | None = None
-        self.gap: float | None = None
-        self.reads = 0
-
-    def begin(self) -> None:
-        self.start = self.clock()
-
-    def read(self) -> None:
-        now = self.clock()
-        if self.first_byte is None:
-            self.first_byte = now - (self.start if self.start is not None else now)
-            self.gap = 0.0
-        else:
-            gap = now - self.last
-            if self.gap is None or gap > self.gap:
-                self.gap = gap
-        self.last = now
-        self.reads += 1
-
-    def token(self) -> None:
-        at = self.last - (self.start if self.start is not None else self.last)
-        if self.first_token is None:
-            self.first_token = at
-        self.last_token = at
-
-    def timing(self) -> StreamTiming:
-        return StreamTiming(
-            self.first_byte, self.first_token, self.last_token, self.gap, self.reads
-        )
-
-
-def _content(event: Event) -> bool:
-    """An event that carries content: what the first and last token times are taken from."""
-    cls = event.__class__
-    if cls is BlockDelta:
-        return bool(event.text)  # type: ignore[attr-defined]
-    return cls is BlockStart and bool(event.text or event.complete)  # type: ignore[attr-defined]
+__all__ = ["AsyncRelay", "Relay", "arelay", "relay"]
 
 
 class _Core:
@@ -123,7 +47,6 @@ class _Core:
 
     __slots__ = (
         "carry",
-        "clock",
         "driver",
         "error",
         "folder",
@@ -144,7 +67,14 @@ class _Core:
         self.pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
         if to is not None or provider != "auto":
             Writer(to or provider)  # a format with no writer is refused before any read
-        self.driver = FoldDriver.over(self.pipeline, strict=strict, direct=False)
+        # The fold's clock, reading ``clock`` unless it is the monotonic clock the fold reads.
+        own = None if clock is time.monotonic else clock
+        self.driver = FoldDriver.over(
+            self.pipeline,
+            strict=strict,
+            direct=False,
+            clock=ReadClock(DEFAULT_MAX_MESSAGE_BYTES, own),
+        )
         self.folder = self.driver.folder
         self.to = to
         #: Made at the first events: with ``provider="auto"`` the source is known only then.
@@ -153,7 +83,6 @@ class _Core:
         self.error: BaseException | None = None
         #: Bytes of events made before an error the pipeline raises after them.
         self.carry = b""
-        self.clock = _Clock(clock)
 
     @property
     def name(self) -> str:
@@ -178,17 +107,9 @@ class _Core:
         if not events:
             return b""
         self.driver(events)
-        content = False
-        for event in events:
-            if _content(event):
-                content = True
-                break
-        if content:
-            self.clock.token()
         return self._writer().write_all(events)
 
     def feed(self, chunk: bytes) -> bytes:
-        self.clock.read()
         pipeline = self.pipeline
         out = self.run(pipeline.feed(chunk))
         if pipeline.pending is not None:
@@ -250,7 +171,7 @@ class _Shell:
     @property
     def timing(self) -> StreamTiming:
         """When the upstream's bytes and content came (see the module docstring)."""
-        return self._core.clock.timing()
+        return self._core.driver.timing()
 
 
 class Relay(_Shell):
@@ -262,7 +183,6 @@ class Relay(_Shell):
 
     def _drive(self, source: Chunks) -> Generator[bytes, None, None]:
         core = self._core
-        core.clock.begin()
         try:
             with sync_byte_chunks(source, core.name) as chunks:
                 for chunk in chunks:
@@ -311,7 +231,6 @@ class AsyncRelay(_Shell):
 
     async def _drive(self, source: AsyncChunks) -> AsyncGenerator[bytes, None]:
         core = self._core
-        core.clock.begin()
         try:
             async with async_byte_chunks(source, core.name) as chunks:
                 async for chunk in chunks:

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use super::errors::transport_error;
+use crate::timing::epoch_seconds;
 use crate::transport::{self, Config, Error, Head, Hub, Read, Request, Verify};
 
 /// A sync wait gives the interpreter back this often, so Ctrl-C (a signal handler that
@@ -239,6 +240,21 @@ impl NativeStream {
     /// `read()` without waiting: None when nothing came since the last read.
     fn try_read<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         read_result(py, self.inner.try_read())
+    }
+
+    /// `try_read()` with `[(end, at)]`: where each read of the connection ended in the bytes
+    /// and when it came, in the epoch seconds `ReadClock.pin` takes (batched; else empty).
+    #[allow(clippy::type_complexity)] // the Python tuple
+    fn try_read_marked<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, Vec<(usize, f64)>)>> {
+        let (read, marks) = self.inner.try_read_marked();
+        let marks = marks
+            .into_iter()
+            .map(|(end, at)| (end, epoch_seconds(at)))
+            .collect();
+        Ok(read_result(py, read)?.map(|bytes| (bytes, marks)))
     }
 
     /// Wake the reader only once `batch` bytes wait (at most 64 KiB), or at the end; 0: as soon

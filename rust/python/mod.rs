@@ -2,6 +2,7 @@
 //! mutex, so sharing one between threads serialises instead of racing, free-threaded or not.
 
 mod client;
+mod clock;
 mod encode;
 mod errors;
 mod fastcall;
@@ -17,6 +18,8 @@ mod text;
 mod _core {
     #[pymodule_export]
     use super::client::{NativeClient, NativeHub, NativeStream};
+    #[pymodule_export]
+    use super::clock::ReadClock;
     #[pymodule_export]
     use super::encode::{encode_sse, encode_sse_comment, json_frame};
     #[pymodule_export]

@@ -19,6 +19,7 @@ use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 
+use super::clock::ReadClock;
 use super::errors::{event_json_error, line_exception, sse_exception, LineError};
 use super::slots::SlotBuilder;
 use super::spare_list::SpareList;
@@ -91,7 +92,7 @@ pub fn with_chunk_bytes<R>(chunk: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R)
     )))
 }
 
-fn poisoned(what: &str) -> PyErr {
+pub(super) fn poisoned(what: &str) -> PyErr {
     PyRuntimeError::new_err(format!("{what} is unusable after a panic"))
 }
 
@@ -585,6 +586,8 @@ struct FoldingPath {
     /// stops: 1 after an `arm`, doubled by each such call, so a stretch the fold cannot arm
     /// costs a few calls per read, not one per frame.
     unarmed: usize,
+    /// The fold's clock (`arm(clock=)`): each read `feed_folding` gets is marked on it.
+    clock: Option<Py<ReadClock>>,
 }
 
 /// What the armed path does with a frame.
@@ -931,10 +934,20 @@ impl SSEDecoder {
         let state = &mut *guard;
         let b = bytes.as_bytes();
         state.folding.bytes += b.len() as u64;
-        if b.len() < HOLD_MIN_CHUNK && state.idle() && state.decoder.append_data(b) {
-            return Ok(Some(state.spare.take(py)));
+        let (frames, characters) = (state.folding.frames, state.folding.characters);
+        let out = if b.len() < HOLD_MIN_CHUNK && state.idle() && state.decoder.append_data(b) {
+            Ok(state.spare.take(py))
+        } else {
+            Self::run_state(py, state, Input::Bytes(bytes), mode)
+        };
+        if let Some(clock) = &state.folding.clock {
+            let path = &state.folding;
+            let events = path.frames != frames || out.as_ref().map_or(true, |out| !out.is_empty());
+            clock
+                .get()
+                .folded(py, events, path.characters.saturating_sub(characters))?;
         }
-        Self::run(py, guard, Input::Bytes(bytes), mode).map(Some)
+        out.map(Some)
     }
 
     /// Two phases: the decoder runs over the whole chunk collecting events, then the Python
@@ -947,7 +960,16 @@ impl SSEDecoder {
         input: Input<'_, 'py>,
         mode: Mode,
     ) -> PyResult<Bound<'py, PyList>> {
-        let state = &mut *guard;
+        Self::run_state(py, &mut guard, input, mode)
+    }
+
+    /// `run` on the state a caller holds locked.
+    fn run_state<'py>(
+        py: Python<'py>,
+        state: &mut SseState,
+        input: Input<'_, 'py>,
+        mode: Mode,
+    ) -> PyResult<Bound<'py, PyList>> {
         if matches!(input, Input::Bytes(_) | Input::Copy(_)) && state.decoder.is_closed() {
             return Err(closed("SSEDecoder"));
         }
@@ -1200,6 +1222,9 @@ impl SSEDecoder {
                     armed.cut.traverse(&visit)?;
                     armed.sink.traverse(&visit)?;
                 }
+                if let Some(clock) = &state.folding.clock {
+                    visit.call(clock)?;
+                }
                 state.spare.traverse(&visit)
             }
             Err(_) => Ok(()),
@@ -1209,6 +1234,7 @@ impl SSEDecoder {
     fn __clear__(&self) {
         if let Ok(mut state) = self.inner.try_lock() {
             state.folding.armed = None;
+            state.folding.clock = None;
             state.spare.clear();
         }
     }
@@ -1220,7 +1246,7 @@ impl SSEDecoder {
     /// a frame disarms it and is returned, since handling it may change where text goes; the
     /// rest of its read waits for `resume`. A `NumberedCut` reads only frames numbered above
     /// `sequence` and the number before them (see `take_folded`).
-    #[pyo3(signature = (cut, event, sink, refused = None, *, room = usize::MAX, sequence = None))]
+    #[pyo3(signature = (cut, event, sink, refused = None, *, room = usize::MAX, sequence = None, clock = None))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn arm(
         &self,
@@ -1231,6 +1257,7 @@ impl SSEDecoder {
         refused: Option<Py<PyAny>>,
         room: usize,
         sequence: Option<u64>,
+        clock: Option<Py<ReadClock>>,
     ) -> PyResult<()> {
         let cut = Cut::new(cut, sequence)?;
         let sink = match (sink.cast_exact::<PyList>(), refused) {
@@ -1253,6 +1280,9 @@ impl SSEDecoder {
             room,
         });
         path.unarmed = 1;
+        if clock.is_some() {
+            path.clock = clock;
+        }
         Ok(())
     }
 

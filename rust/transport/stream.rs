@@ -58,6 +58,9 @@ struct State {
     closed: bool,
     /// Wake the reader only once this many bytes wait (0: as soon as any does).
     batch: usize,
+    /// Batched, where each read of the connection ended in `buf` and when it came: a reader
+    /// that takes many reads at once can still tell when each arrived (`Message.timing`).
+    marks: Vec<(usize, Instant)>,
 }
 
 pub struct Stream {
@@ -129,6 +132,10 @@ impl Stream {
                 if state.buf.len() < HIGH_WATER {
                     let before = state.buf.len();
                     state.buf.extend_from_slice(bytes);
+                    if state.batch > 0 {
+                        let end = state.buf.len();
+                        state.marks.push((end, Instant::now()));
+                    }
                     // A reader woken already will take these bytes too: one wake-up for as
                     // many reads as arrive before it runs (or, batched, before the batch is
                     // full).
@@ -201,6 +208,7 @@ impl Stream {
         if !state.buf.is_empty() {
             let full = state.buf.len() >= HIGH_WATER;
             let data = std::mem::take(&mut state.buf);
+            state.marks.clear();
             if full {
                 self.space.notify_one();
             }
@@ -220,6 +228,11 @@ impl Stream {
         let wake = {
             let mut state = self.lock();
             state.batch = batch;
+            if batch > 0 && !state.buf.is_empty() && state.marks.is_empty() {
+                // What came before: it arrived by now.
+                let end = state.buf.len();
+                state.marks.push((end, Instant::now()));
+            }
             // Lowered to bytes already waiting: their wake-up is now due.
             !state.buf.is_empty() && state.buf.len() >= batch
         };
@@ -232,6 +245,14 @@ impl Stream {
     pub fn try_read(&self) -> Read {
         let mut state = self.lock();
         self.take(&mut state)
+    }
+
+    /// `try_read`, with where each read of the connection ended in the data and when it
+    /// came (batched; empty otherwise).
+    pub fn try_read_marked(&self) -> (Read, Vec<(usize, Instant)>) {
+        let mut state = self.lock();
+        let marks = std::mem::take(&mut state.marks);
+        (self.take(&mut state), marks)
     }
 
     /// Wait up to `timeout` for something to read (`Pending` when the time is up).

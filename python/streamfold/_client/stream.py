@@ -13,6 +13,7 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any
 
+from .._core import ReadClock
 from .._engine.driver import FoldDriver
 from .._engine.folder import DEFAULT_MAX_MESSAGE_BYTES, Folder, check_max_message_bytes
 from .._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
@@ -25,7 +26,7 @@ from .._io.checks import retry_after_wait, retry_kind
 from .._io.sync import check_response
 from .._providers import check_provider_name
 from .._read.fold import afold_into
-from .._resume.drivers import aevents_resumable, events_resumable
+from .._resume.drivers import atimed_events, timed_events
 from .._transport import Client as NativeClient
 from .._transport import Response as NativeResponse
 from .._transport import shared_client
@@ -105,6 +106,8 @@ class _StreamBase:
         }
         self._request_kwargs = with_stream_headers(request_kwargs, provider)
         self._driver: FoldDriver | None = None
+        #: The fold's clock, started when the first request is sent (``Message.timing``).
+        self._clock: ReadClock | None = None
         #: The response of the first request (``None`` until the stream is opened).
         self.response: httpx.Response | None = None
         self._closed = False
@@ -128,6 +131,7 @@ class _StreamBase:
             strict=self._strict,
             max_event_bytes=self._max_event_bytes,
             on_reconnect=self._before_reconnect,
+            catch_up=None,
         )
         return options
 
@@ -247,8 +251,14 @@ class _StreamBase:
             folder = Folder(
                 self.provider, strict=self._strict, max_message_bytes=self._max_message_bytes
             )
-            driver = self._driver = FoldDriver(folder)
+            driver = self._driver = FoldDriver(folder, clock=self._clock)
         return driver
+
+    def _start_clock(self) -> None:
+        """The request is being sent: the times of the stream count from now."""
+        clock = self._clock = ReadClock(self._max_message_bytes)
+        if self._driver is not None:  # a snapshot was taken before the stream opened
+            self._driver = FoldDriver(self._driver.folder, clock=clock)
 
     @property
     def folder(self) -> Folder:
@@ -325,6 +335,7 @@ class EventStream(_StreamBase):
             return
         if self._closed:
             raise RuntimeError("this stream is closed")
+        self._start_clock()
         try:
             self.response = self._send(self._request_kwargs)
         except BaseException as exc:
@@ -380,7 +391,7 @@ class EventStream(_StreamBase):
 
     def _make_iterator(self) -> Iterator[AnyEvent]:
         self.open()
-        return events_resumable(self._connect, **self._options())
+        return timed_events(self._connect, clock=self._clock, **self._options())
 
     def events(self) -> Iterator[AnyEvent]:
         """The events not yet read (one shared iterator: a second call continues).
@@ -510,6 +521,7 @@ class AsyncEventStream(_StreamBase):
             return
         if self._closed:
             raise RuntimeError("this stream is closed")
+        self._start_clock()
         try:
             self.response = await self._send(self._request_kwargs)
         except BaseException as exc:
@@ -562,7 +574,7 @@ class AsyncEventStream(_StreamBase):
 
     async def _make_iterator(self) -> AsyncIterator[AnyEvent]:
         await self.open()
-        return aevents_resumable(self._connect, **self._options())
+        return atimed_events(self._connect, clock=self._clock, **self._options())
 
     def events(self) -> AsyncIterator[AnyEvent]:
         """The events not yet read (the stream itself: a second loop continues).

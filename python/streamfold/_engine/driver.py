@@ -13,9 +13,10 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from .._core import ReadClock
 from .._errors import ProtocolError, StreamfoldError
 from .._events import Event
-from .._message import Message
+from .._message import Message, StreamTiming
 from .._types import ProviderName
 from .folder import Folder
 from .pipeline import Pipeline
@@ -41,9 +42,14 @@ class FoldDriver:
     Without a pipeline (``fold_resumable``, ``sf.stream``'s streams: their events come from a
     pipeline of their own), it folds the events it is given and decides the outcome the same
     way.
+
+    The fold's clock (``Message.timing``) is the folder's, made here unless given (``clock``:
+    one started when the request was sent): the pipeline marks each read's arrival on it, the
+    decoder each read it folds, and this driver what each batch of events added.
     """
 
     __slots__ = (
+        "_clock",
         "_dispatch",
         "_folder",
         "_folding",
@@ -54,9 +60,21 @@ class FoldDriver:
     )
 
     def __init__(
-        self, folder: Folder, pipeline: Pipeline | None = None, *, direct: bool = True
+        self,
+        folder: Folder,
+        pipeline: Pipeline | None = None,
+        *,
+        direct: bool = True,
+        clock: ReadClock | None = None,
     ) -> None:
         self._folder = folder
+        if clock is not None:
+            folder._clock = clock
+        elif folder._clock is None:
+            folder._clock = ReadClock(folder.room)
+        self._clock = folder._clock
+        if pipeline is not None:
+            pipeline.clock = self._clock
         # The class's table of handler functions: nothing is bound per fold.
         self._dispatch = folder._handlers
         self._resolve = folder._function_for
@@ -79,6 +97,7 @@ class FoldDriver:
         strict: bool,
         max_message_bytes: int | None = None,
         direct: bool = True,
+        clock: ReadClock | None = None,
     ) -> FoldDriver:
         """A driver of a new fold of ``pipeline``'s events, named as its provider."""
         # The name the pipeline's provider instance was made under: one of ProviderName.
@@ -87,11 +106,15 @@ class FoldDriver:
             folder = Folder(name, strict=strict)
         else:
             folder = Folder(name, strict=strict, max_message_bytes=max_message_bytes)
-        return cls(folder, pipeline, direct=direct)
+        return cls(folder, pipeline, direct=direct, clock=clock)
 
     @property
     def folder(self) -> Folder:
         return self._folder
+
+    def timing(self) -> StreamTiming:
+        """The fold's timing so far (what ``Message.timing`` will say)."""
+        return StreamTiming(*self._clock.times_so_far())
 
     def step(self, chunk: Any, frames: list[Any] | ProtocolError | None) -> FeedFolding | None:
         """Fold one read: ``chunk`` through the pipeline, or (``frames``) what the folding
@@ -130,9 +153,11 @@ class FoldDriver:
                 return folding
             events = pipeline.feed_folded(rest)
 
-    def push(self, chunk: bytes) -> None:
+    def push(self, chunk: bytes, at: float) -> None:
         """Fold one read handed over by its source (a native response, from the event loop's
-        drain), as the loops of ``fold`` and ``afold`` fold each read they pull."""
+        drain), as the loops of ``fold`` and ``afold`` fold each read they pull; it came at
+        ``at`` (``ReadClock.pin``), since the source hands reads over in batches."""
+        self._clock.pin(at)
         folding = self._folding
         frames: list[Any] | ProtocolError | None = None
         if folding is not None:
@@ -155,6 +180,7 @@ class FoldDriver:
             except KeyError:
                 handler = self._resolve(event.__class__)
             handler(folder, event)
+        self._clock.handled(folder._room)
 
     def add(self, event: Event) -> None:
         """Fold one event (the drivers that get their events one at a time)."""

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
-from .._core import JsonAccumulator, has_split_pair
+from .._core import JsonAccumulator, ReadClock, has_split_pair
 from .._errors import (
     IdleTimeoutError,
     IncompleteJsonError,
@@ -66,6 +66,7 @@ from .._message import (
     FinishReason,
     Message,
     Step,
+    StreamTiming,
     ToolCall,
     ToolResult,
     Usage,
@@ -555,6 +556,7 @@ class Folder:
 
     __slots__ = (
         "_choices",
+        "_clock",
         "_dirty",
         "_dispatch",
         "_last",
@@ -600,6 +602,8 @@ class Folder:
         self.max_message_bytes = max_message_bytes
         #: What may still be kept (``max_message_bytes`` less the text and arguments so far).
         self._room = max_message_bytes
+        #: The arrival times of the reads (``FoldDriver``); none for a folder fed by hand.
+        self._clock: ReadClock | None = None
         self._choices: dict[int, _Choice] = {}
         #: Blocks changed since the last snapshot.
         self._dirty: list[_Block] = []
@@ -812,6 +816,7 @@ class Folder:
                 if c.changed:
                     break
             else:
+                self._time(snap)
                 return snap
         run = self._run()
         self._run_changed = False
@@ -828,7 +833,17 @@ class Folder:
         for c in choices.values():
             c.changed = False
         self._snap = messages
+        self._time(messages)
         return messages
+
+    def _time(self, messages: list[Message]) -> None:
+        """The timing so far on each choice's message (a reused snapshot's too: the clock
+        moved on since)."""
+        clock = self._clock
+        if clock is not None:
+            timing = StreamTiming(*clock.times_so_far())
+            for m in messages:
+                m.timing = timing
 
     def _message(self, c: _Choice, run: _RunView, complete: bool) -> Message:
         text, reasoning, tool_plan, refusal = c.joined()

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._core import JsonLinesDecoder, NumberedCut, SSEDecoder, TemplateCut
+from .._core import JsonLinesDecoder, NumberedCut, ReadClock, SSEDecoder, TemplateCut
 from .._errors import ProtocolError, StreamError, StreamfoldError
 from .._events import (
     AnyEvent,
@@ -103,6 +103,7 @@ class Pipeline:
         "_sniff_bom",
         "_sniff_errors",
         "bytes_seen",
+        "clock",
         "closed",
         "frame_filter",
         "frames_seen",
@@ -168,6 +169,9 @@ class Pipeline:
         #: Told how many characters of text the folding path handed to the fold, before
         #: anything else is read (the fold's ``Folder.took``, for ``max_message_bytes``).
         self.on_folded: Callable[[int], None] | None = None
+        #: The fold's clock (``FoldDriver``): each read's arrival is marked on it, here or,
+        #: for a read the folding path takes, by the decoder.
+        self.clock: ReadClock | None = None
         #: Set by the fold: an SSE decoder returns each read's frames in steps (``resume``),
         #: so that the folding path can be armed between them.
         self.stepping = False
@@ -248,11 +252,12 @@ class Pipeline:
         if decoder is None:
             return None
         sequence = self.provider.sequence
+        clock = self.clock
         if isinstance(sink, list):
-            decoder.arm(cut, event, sink, room=room, sequence=sequence)
+            decoder.arm(cut, event, sink, room=room, sequence=sequence, clock=clock)
         else:
             push, refused = sink
-            decoder.arm(cut, event, push, refused, room=room, sequence=sequence)
+            decoder.arm(cut, event, push, refused, room=room, sequence=sequence, clock=clock)
         self._mark_armed()
         return decoder.feed_folding
 
@@ -359,6 +364,9 @@ class Pipeline:
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[AnyEvent]:
         """Decode one chunk; returns its events. Check ``pending`` afterwards."""
+        clock = self.clock
+        if clock is not None:
+            clock.arrive()
         if self._armed:
             self.disarm()
         if chunk.__class__ is not bytes and not isinstance(chunk, (bytearray, memoryview)):

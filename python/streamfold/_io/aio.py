@@ -194,10 +194,10 @@ class _NativeBody:
         self._seen += len(chunk)
         return chunk
 
-    async def pump(self, feed: Callable[[bytes], object]) -> None:
-        def counted(chunk: bytes) -> None:
+    async def pump(self, feed: Callable[[bytes, float], object]) -> None:
+        def counted(chunk: bytes, at: float) -> None:
             self._seen += len(chunk)
-            feed(chunk)
+            feed(chunk, at)
 
         try:
             await self._response.apump(counted)

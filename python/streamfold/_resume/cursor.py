@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._core import ServerSentEvent, SSEDecoder
+from .._core import ReadClock, ServerSentEvent, SSEDecoder
 from .._engine.pipeline import Pipeline, check_max_event_bytes
 from .._errors import (
     IdleTimeoutError,
@@ -169,6 +169,8 @@ class Resumer:
         )
         self.strict = strict
         self.max_event_bytes = max_event_bytes
+        #: The fold's clock, which each connection's pipeline marks its reads on.
+        self.clock: ReadClock | None = None
         self.max_reconnects = max_reconnects
         self.initial_delay = initial_delay
         self.max_delay = max_delay
@@ -274,6 +276,7 @@ class Resumer:
             frame_filter=self._keep,
         )
         self.pipeline.produced = self.produced
+        self.pipeline.clock = self.clock
         return self.pipeline
 
     def _frame_sequence(self, frame: Any) -> int | None:

@@ -67,6 +67,7 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any
 
+from .._core import ReadClock
 from .._engine.driver import FoldDriver
 from .._engine.folder import DEFAULT_MAX_MESSAGE_BYTES, Folder
 from .._engine.pipeline import DEFAULT_MAX_EVENT_BYTES
@@ -90,8 +91,10 @@ __all__ = [
     "IdleTimeoutError",
     "aevents_resumable",
     "afold_resumable",
+    "atimed_events",
     "events_resumable",
     "fold_resumable",
+    "timed_events",
 ]
 
 # -- sync ----------------------------------------------------------------------------------
@@ -231,6 +234,36 @@ def events_resumable(
     highest sequence (``after_sequence``), and the live stream goes on from there: its events
     at or below that sequence, if the server sends any again, are dropped.
     """
+    return timed_events(
+        connect,
+        provider,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        max_reconnects=max_reconnects,
+        idle_timeout=idle_timeout,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+        on_reconnect=on_reconnect,
+        catch_up=catch_up,
+        clock=None,
+    )
+
+
+def timed_events(
+    connect: Callable[[Cursor], Any],
+    provider: ProviderName,
+    *,
+    strict: bool,
+    max_event_bytes: int,
+    max_reconnects: int,
+    idle_timeout: float | None,
+    initial_delay: float,
+    max_delay: float,
+    on_reconnect: Callable[[Cursor, float, Exception | None], object] | None,
+    catch_up: object,
+    clock: ReadClock | None,
+) -> Generator[AnyEvent]:
+    """:func:`events_resumable`, each read's arrival marked on ``clock`` (a fold's)."""
     core = Resumer(
         provider,
         strict=strict,
@@ -239,6 +272,7 @@ def events_resumable(
         initial_delay=initial_delay,
         max_delay=max_delay,
     )
+    core.clock = clock
     if catch_up is not None:
         ending = core.catch_up(catch_up)
         yield from ending.events
@@ -308,7 +342,8 @@ def fold_resumable(
     past ``max_message_bytes`` (what the fold keeps; see :class:`Folder`).
     """
     folder = Folder(provider, strict=strict, max_message_bytes=max_message_bytes)
-    events = events_resumable(
+    clock = ReadClock(max_message_bytes)
+    events = timed_events(
         connect,
         provider,
         strict=strict,
@@ -319,8 +354,9 @@ def fold_resumable(
         max_delay=max_delay,
         on_reconnect=on_reconnect,
         catch_up=catch_up,
+        clock=clock,
     )
-    driver = FoldDriver(folder)
+    driver = FoldDriver(folder, clock=clock)
     try:
         for event in events:
             driver.add(event)
@@ -440,7 +476,7 @@ async def _enter_async(source: Any, stack: contextlib.AsyncExitStack) -> Any:
     return source
 
 
-async def aevents_resumable(
+def aevents_resumable(
     connect: Callable[[Cursor], Any],
     provider: ProviderName = "auto",
     *,
@@ -456,6 +492,36 @@ async def aevents_resumable(
     """Async twin of :func:`events_resumable` (asyncio and trio). ``connect`` may return an
     async iterable of bytes, a response, an awaitable of either, or an async context manager;
     ``on_reconnect`` may be a coroutine function."""
+    return atimed_events(
+        connect,
+        provider,
+        strict=strict,
+        max_event_bytes=max_event_bytes,
+        max_reconnects=max_reconnects,
+        idle_timeout=idle_timeout,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+        on_reconnect=on_reconnect,
+        catch_up=catch_up,
+        clock=None,
+    )
+
+
+async def atimed_events(
+    connect: Callable[[Cursor], Any],
+    provider: ProviderName,
+    *,
+    strict: bool,
+    max_event_bytes: int,
+    max_reconnects: int,
+    idle_timeout: float | None,
+    initial_delay: float,
+    max_delay: float,
+    on_reconnect: Callable[[Cursor, float, Exception | None], object] | None,
+    catch_up: object,
+    clock: ReadClock | None,
+) -> AsyncGenerator[AnyEvent]:
+    """:func:`aevents_resumable`, each read's arrival marked on ``clock`` (a fold's)."""
     core = Resumer(
         provider,
         strict=strict,
@@ -464,6 +530,7 @@ async def aevents_resumable(
         initial_delay=initial_delay,
         max_delay=max_delay,
     )
+    core.clock = clock
     if catch_up is not None:
         ending = core.catch_up(catch_up)
         for event in ending.events:
@@ -526,7 +593,8 @@ async def afold_resumable(
 ) -> Message:
     """Async twin of :func:`fold_resumable`."""
     folder = Folder(provider, strict=strict, max_message_bytes=max_message_bytes)
-    events = aevents_resumable(
+    clock = ReadClock(max_message_bytes)
+    events = atimed_events(
         connect,
         provider,
         strict=strict,
@@ -537,8 +605,9 @@ async def afold_resumable(
         max_delay=max_delay,
         on_reconnect=on_reconnect,
         catch_up=catch_up,
+        clock=clock,
     )
-    driver = FoldDriver(folder)
+    driver = FoldDriver(folder, clock=clock)
     try:
         async for event in events:
             driver.add(event)
