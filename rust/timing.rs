@@ -53,6 +53,11 @@ impl ReadTimes {
         }
     }
 
+    /// The fold may keep `room` more characters, as it says when it starts on these times.
+    pub fn follow(&mut self, room: i64) {
+        self.room = room;
+    }
+
     /// A read arrived at `at`.
     pub fn arrive(&mut self, at: f64) {
         self.first_byte.get_or_insert(at);

@@ -7,7 +7,7 @@ Plain slotted dataclasses, below both the events (which carry them) and :class:`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
@@ -165,10 +165,4 @@ class StreamTiming:
 
     def to_dict(self) -> dict[str, Any]:
         """The timing as a JSON-compatible dict (the field names as keys)."""
-        return {
-            "first_byte": self.first_byte,
-            "first_token": self.first_token,
-            "last_token": self.last_token,
-            "largest_gap": self.largest_gap,
-            "reads": self.reads,
-        }
+        return asdict(self)

@@ -31,7 +31,6 @@ from types import TracebackType
 
 from ._core import ReadClock
 from ._engine.driver import FoldDriver
-from ._engine.folder import DEFAULT_MAX_MESSAGE_BYTES
 from ._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
 from ._events import Event
 from ._io.source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
@@ -73,7 +72,7 @@ class _Core:
             self.pipeline,
             strict=strict,
             direct=False,
-            clock=ReadClock(DEFAULT_MAX_MESSAGE_BYTES, own),
+            clock=ReadClock(own),
         )
         self.folder = self.driver.folder
         self.to = to

@@ -10,9 +10,9 @@ use pyo3::sync::MutexExt;
 use super::sse::poisoned;
 use crate::timing::{epoch_seconds, ReadTimes};
 
-/// `ReadClock(room, now=None)`: the arrival times of one fold's reads, in seconds since it was
-/// made, for a fold that may keep `room` more characters. `now` is a clock to read instead of
-/// the monotonic one (seconds, as `time.monotonic`), for a caller that keeps its own.
+/// `ReadClock(now=None)`: the arrival times of one fold's reads, in seconds since it was made.
+/// `now` is a clock to read instead of the monotonic one (seconds, as `time.monotonic`), for a
+/// caller that keeps its own. The fold that reads on it says its room first (`follow`).
 #[pyclass(frozen, module = "streamfold._core")]
 pub struct ReadClock {
     /// When the clock was made, in [`epoch_seconds`].
@@ -58,8 +58,8 @@ impl ReadClock {
 #[pymethods]
 impl ReadClock {
     #[new]
-    #[pyo3(signature = (room, now = None))]
-    fn new(py: Python<'_>, room: i64, now: Option<Py<PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (now = None))]
+    fn new(py: Python<'_>, now: Option<Py<PyAny>>) -> PyResult<Self> {
         let own = match now {
             None => None,
             Some(now) => {
@@ -71,7 +71,7 @@ impl ReadClock {
             start: epoch_seconds(Instant::now()),
             own,
             times: Mutex::new(Clocked {
-                times: ReadTimes::new(room),
+                times: ReadTimes::new(0),
                 pinned: None,
             }),
         })
@@ -81,6 +81,12 @@ impl ReadClock {
     fn arrive(&self, py: Python<'_>) -> PyResult<()> {
         let (mut clocked, at) = self.arrival(py)?;
         clocked.times.arrive(at);
+        Ok(())
+    }
+
+    /// The fold on this clock may keep `room` more characters now (a driver starting on it).
+    fn follow(&self, py: Python<'_>, room: i64) -> PyResult<()> {
+        self.times(py)?.times.follow(room);
         Ok(())
     }
 

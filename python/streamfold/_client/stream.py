@@ -256,7 +256,7 @@ class _StreamBase:
 
     def _start_clock(self) -> None:
         """The request is being sent: the times of the stream count from now."""
-        clock = self._clock = ReadClock(self._max_message_bytes)
+        clock = self._clock = ReadClock()
         if self._driver is not None:  # a snapshot was taken before the stream opened
             self._driver = FoldDriver(self._driver.folder, clock=clock)
 

@@ -71,8 +71,10 @@ class FoldDriver:
         if clock is not None:
             folder._clock = clock
         elif folder._clock is None:
-            folder._clock = ReadClock(folder.room)
+            folder._clock = ReadClock()
         self._clock = folder._clock
+        # What the fold holds so far is not what the next read adds.
+        self._clock.follow(folder.room)
         if pipeline is not None:
             pipeline.clock = self._clock
         # The class's table of handler functions: nothing is bound per fold.

@@ -342,7 +342,7 @@ def fold_resumable(
     past ``max_message_bytes`` (what the fold keeps; see :class:`Folder`).
     """
     folder = Folder(provider, strict=strict, max_message_bytes=max_message_bytes)
-    clock = ReadClock(max_message_bytes)
+    clock = ReadClock()
     events = timed_events(
         connect,
         provider,
@@ -593,7 +593,7 @@ async def afold_resumable(
 ) -> Message:
     """Async twin of :func:`fold_resumable`."""
     folder = Folder(provider, strict=strict, max_message_bytes=max_message_bytes)
-    clock = ReadClock(max_message_bytes)
+    clock = ReadClock()
     events = atimed_events(
         connect,
         provider,
