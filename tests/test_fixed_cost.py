@@ -5,6 +5,7 @@ behave exactly as the general path does. No timings: each test checks what is ma
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import sys
@@ -101,6 +102,44 @@ def test_a_list_or_tuple_source_needs_no_context_manager(
     for chunks in ([TINY], (TINY[:100], TINY[100:])):
         assert sf.fold(chunks, provider="anthropic").text == "Hi"
         assert [e.type for e in sf.events(chunks, provider="anthropic")][-1] == "message_end"
+
+
+def test_a_builtin_iterator_or_generator_needs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``iter(reads)``, a generator and an async generator are the language's own: not a
+    response, so nothing is probed; a generator the caller stops early is still closed."""
+
+    def opened(*_: Any) -> Any:
+        raise AssertionError("a builtin iterator went through the general source path")
+
+    monkeypatch.setattr(source, "_opened_chunks", opened)
+    monkeypatch.setattr(source, "_opened_async_chunks", opened)
+    closed: list[str] = []
+
+    def gen() -> Any:
+        try:
+            yield TINY[:50]
+            yield TINY[50:]
+        finally:
+            closed.append("sync")
+
+    async def agen() -> Any:
+        try:
+            yield TINY[:50]
+            yield TINY[50:]
+        finally:
+            closed.append("async")
+
+    assert sf.fold(iter([TINY[:10], TINY[10:]]), provider="anthropic").text == "Hi"
+    for event in sf.events(gen(), provider="anthropic"):
+        if event.type == "block_start":
+            break  # the caller stops early: the generator is closed at once
+    assert closed == ["sync"]
+
+    async def main() -> str:
+        return (await sf.afold(agen(), provider="anthropic")).text
+
+    assert asyncio.run(main()) == "Hi"
+    assert closed == ["sync", "async"]
 
 
 def test_other_sources_still_go_through_the_general_path(tmp_path: Path) -> None:

@@ -72,16 +72,38 @@ def sync_byte_chunks(
     opened on exit."""
     cls = source.__class__
     if cls is list or cls is tuple:
-        # Most short calls pass their body as ``[body]``: nothing to check, open or close, and
-        # the generator-based manager below (ABC check, response probe) would cost more than
-        # folding a few frames.
+        # Most short calls pass their body as ``[body]``: nothing to check, open or close.
         return contextlib.nullcontext(iter(source))
+    refuse_str(source)
+    if cls.__module__ == "builtins" and hasattr(cls, "__iter__"):
+        # An iterator or generator of the language's own (``iter(reads)``, a generator
+        # function's): not a response, nothing to probe. A plain class here, not a
+        # ``contextlib`` generator: on a stream of a few events the generator-based manager
+        # and the ``Iterable`` check cost as much as folding a frame.
+        return _Iterating(source)
     return _opened_chunks(source, provider)
+
+
+class _Iterating:
+    """Iterate ``source``; on exit, close the iterator if it can be closed (a generator's
+    ``finally`` then runs when the caller stops early)."""
+
+    __slots__ = ("_iterator",)
+
+    def __init__(self, source: Iterable[bytes]) -> None:
+        self._iterator = iter(source)
+
+    def __enter__(self) -> Iterator[bytes]:
+        return self._iterator
+
+    def __exit__(self, *exc_info: object) -> None:
+        close = getattr(self._iterator, "close", None)
+        if close is not None:
+            close()
 
 
 @contextlib.contextmanager
 def _opened_chunks(source: Any, provider: str) -> Iterator[Iterator[bytes]]:
-    refuse_str(source)
     if (
         not isinstance(source, Iterable)
         or looks_like_response(source)
@@ -95,29 +117,46 @@ def _opened_chunks(source: Any, provider: str) -> Iterator[Iterator[bytes]]:
         with sync_response_chunks(source, provider) as it:
             yield it
         return
-    iterator = iter(source)
-    try:
+    with _Iterating(source) as iterator:
         yield iterator
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
+
+
+def async_byte_chunks(
+    source: Any, provider: str
+) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
+    """The async twin of :func:`sync_byte_chunks`."""
+    refuse_str(source)
+    cls = source.__class__
+    if cls.__module__ == "builtins" and hasattr(cls, "__aiter__"):
+        return _AsyncIterating(source)  # an async generator: as ``_Iterating``
+    return _opened_async_chunks(source, provider)
+
+
+class _AsyncIterating:
+    """Iterate ``source`` asynchronously; on exit, ``aclose`` the iterator if it has one."""
+
+    __slots__ = ("_iterator",)
+
+    def __init__(self, source: AsyncIterable[bytes]) -> None:
+        self._iterator = aiter(source)
+
+    async def __aenter__(self) -> AsyncIterator[bytes]:
+        return self._iterator
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        aclose = getattr(self._iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 @contextlib.asynccontextmanager
-async def async_byte_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
-    refuse_str(source)
+async def _opened_async_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
     if not isinstance(source, AsyncIterable) or looks_like_response(source):
         async with async_response_chunks(source, provider) as it:
             yield it
         return
-    iterator = aiter(source)
-    try:
+    async with _AsyncIterating(source) as iterator:
         yield iterator
-    finally:
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def looks_like_response(source: object) -> bool:
