@@ -7,6 +7,7 @@ pub mod jsonl;
 pub mod sse;
 pub mod surrogates;
 pub mod template;
+pub mod text_bytes;
 pub mod timing;
 #[cfg(feature = "transport")]
 pub mod transport;

@@ -38,7 +38,7 @@ def slow_outcome(
 ) -> Outcome:
     """The fold with the direct paths refused: every text delta is an event."""
     with monkeypatch.context() as m:
-        m.setattr(Folder, "text_pieces", lambda self, choice, index: None)
+        m.setattr(Folder, "text_buffer", lambda self, choice, index: None)
         return outcome(chunks, provider)
 
 
@@ -341,7 +341,7 @@ def test_events_make_every_delta(
     else:
         data = openai_stream([("text", w) for w in words], finish=True)
     sinks = [0]
-    monkeypatch.setattr(Folder, "text_pieces", lambda *_: sinks.__setitem__(0, 1))
+    monkeypatch.setattr(Folder, "text_buffer", lambda *_: sinks.__setitem__(0, 1))
     chunks = read(data, reads, 2)
     made = [0]
     real_catch_up = Pipeline.catch_up

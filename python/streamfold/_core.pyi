@@ -16,11 +16,11 @@ __all__ = [
     "ServerSentEvent",
     "SlotBuilder",
     "TemplateCut",
+    "TextBuffer",
     "__version__",
     "_bench_str_from_utf8",
     "encode_sse",
     "encode_sse_comment",
-    "has_split_pair",
     "json_frame",
     "learn_cut",
     "register_errors",
@@ -30,7 +30,6 @@ __all__ = [
 __version__: str
 
 def _bench_str_from_utf8(data: bytes, cpython: bool = False, repeat: int = 1) -> str: ...
-def has_split_pair(text: str) -> bool: ...
 def register_errors(
     protocol: type[Exception],
     invalid_event_json: type[Exception],
@@ -100,7 +99,7 @@ class SSEDecoder:
         self,
         cut: TemplateCut | NumberedCut,
         event: str,
-        sink: list[str] | Callable[[str], object],
+        sink: TextBuffer | Callable[[str], object],
         refused: Callable[[str, BaseException], object] | None = None,
         *,
         room: int = ...,
@@ -162,6 +161,14 @@ class JsonAccumulator:
     def partial(self) -> Any: ...
     def partial_with_changes(self) -> tuple[Any, list[JsonChange]]: ...
     def __sizeof__(self) -> int: ...
+
+@final
+class TextBuffer:
+    def __new__(cls) -> TextBuffer: ...
+    def append(self, fragment: str) -> None: ...
+    def text(self) -> str: ...
+    def __len__(self) -> int: ...
+    def __bool__(self) -> bool: ...
 
 @final
 class ReadClock:

@@ -13,6 +13,7 @@ mod spare_list;
 mod sse;
 mod template;
 mod text;
+mod text_buffer;
 
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
@@ -35,7 +36,9 @@ mod _core {
     #[pymodule_export]
     use super::template::{NumberedCut, TemplateCut};
     #[pymodule_export]
-    use super::text::{bench_str_from_utf8, has_split_pair};
+    use super::text::bench_str_from_utf8;
+    #[pymodule_export]
+    use super::text_buffer::TextBuffer;
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

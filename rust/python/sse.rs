@@ -23,8 +23,9 @@ use super::clock::ReadClock;
 use super::errors::{event_json_error, line_exception, sse_exception, LineError};
 use super::slots::SlotBuilder;
 use super::spare_list::SpareList;
-use super::template::{NumberedCut, TemplateCut};
+use super::template::{CutText, NumberedCut, TemplateCut};
 use super::text::{str_from_utf8, OnceStr};
+use super::text_buffer::TextBuffer;
 use crate::jsonl;
 use crate::sse::{self, decode_lossy, EventRef, SseError};
 
@@ -734,11 +735,11 @@ impl Cut {
 
     /// The text `raw` holds, with its number if it has one; `None` for a number that does
     /// not follow `sequence`.
-    fn text_of<'py>(
+    fn text_of<'a, 'py>(
         &self,
         py: Python<'py>,
-        raw: &[u8],
-    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
+        raw: &'a [u8],
+    ) -> PyResult<Option<(Option<u64>, CutText<'a, 'py>)>> {
         match self {
             Cut::Plain(cut) => Ok(cut.get().text_of(py, raw)?.map(|text| (None, text))),
             Cut::Numbered { cut, sequence } => {
@@ -763,8 +764,8 @@ impl Cut {
 
 /// Where the fragments of the armed block go.
 enum Sink {
-    /// A text block's list of pieces, which the fold joins once.
-    Pieces(Py<PyList>),
+    /// A text block's text (its `TextBuffer`), which the fold makes a `str` once.
+    Text(Py<TextBuffer>),
     /// A tool call's `push` (its `JsonAccumulator.push`); should it raise, `refused(fragment,
     /// error)` records the refusal as the fold would, and the path disarms (the call's text
     /// goes elsewhere from then on).
@@ -779,23 +780,26 @@ enum Sink {
 
 impl Sink {
     /// Hand `text` over; `Ok(false)`: it went, but the sink may not take more.
-    fn take(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<bool> {
+    fn take(&self, py: Python<'_>, text: CutText<'_, '_>) -> PyResult<bool> {
         match self {
             Sink::Events { .. } => Ok(true),
-            Sink::Pieces(pieces) => pieces.bind(py).append(text).map(|()| true),
-            Sink::Call { push, refused } => match push.bind(py).call1((&text,)) {
-                Ok(_) => Ok(true),
-                Err(e) => {
-                    refused.bind(py).call1((text, e.into_value(py)))?;
-                    Ok(false)
+            Sink::Text(buffer) => buffer.get().take(py, text).map(|()| true),
+            Sink::Call { push, refused } => {
+                let text = text.into_str(py);
+                match push.bind(py).call1((&text,)) {
+                    Ok(_) => Ok(true),
+                    Err(e) => {
+                        refused.bind(py).call1((text, e.into_value(py)))?;
+                        Ok(false)
+                    }
                 }
-            },
+            }
         }
     }
 
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self {
-            Sink::Pieces(pieces) => visit.call(pieces),
+            Sink::Text(buffer) => visit.call(buffer),
             Sink::Call { push, refused } => {
                 visit.call(push)?;
                 visit.call(refused)
@@ -834,9 +838,9 @@ impl Armed {
         };
         if let Sink::Events { .. } = self.sink {
             self.cut.read(number);
-            return Ok(Folded::Event(text));
+            return Ok(Folded::Event(text.into_str(py)));
         }
-        let length = text.len()?;
+        let length = text.chars()?;
         if length > self.room {
             return Ok(Folded::No);
         }
@@ -852,13 +856,13 @@ impl Armed {
 
     /// The text of `step` if it is one of the armed frames: its type is `event` and `cut`
     /// reads its data.
-    fn text<'py>(
+    fn text<'a, 'py>(
         &self,
         py: Python<'py>,
-        step: &Step,
-        chunk: Option<&[u8]>,
-        arena: &[u8],
-    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
+        step: &'a Step,
+        chunk: Option<&'a [u8]>,
+        arena: &'a [u8],
+    ) -> PyResult<Option<(Option<u64>, CutText<'a, 'py>)>> {
         let Step::Event { event, data, .. } = step else {
             return Ok(None);
         };
@@ -1241,7 +1245,7 @@ impl SSEDecoder {
 
     /// The folding path: from now on, `feed_folding` hands the text of each frame of type
     /// `event` whose data `cut` reads to the fold instead of returning the frame: appended to
-    /// `sink` when it is a list (a text block's pieces), else `sink(text)` (a tool call's
+    /// `sink` when it is a `TextBuffer` (a text block's), else `sink(text)` (a tool call's
     /// `push`), and `refused(text, error)` when that raises. The first frame that is not such
     /// a frame disarms it and is returned, since handling it may change where text goes; the
     /// rest of its read waits for `resume`. A `NumberedCut` reads only frames numbered above
@@ -1260,15 +1264,15 @@ impl SSEDecoder {
         clock: Option<Py<ReadClock>>,
     ) -> PyResult<()> {
         let cut = Cut::new(cut, sequence)?;
-        let sink = match (sink.cast_exact::<PyList>(), refused) {
-            (Ok(pieces), _) => Sink::Pieces(pieces.clone().unbind()),
+        let sink = match (sink.cast_exact::<TextBuffer>(), refused) {
+            (Ok(buffer), _) => Sink::Text(buffer.clone().unbind()),
             (Err(_), Some(refused)) => Sink::Call {
                 push: sink.clone().unbind(),
                 refused,
             },
             (Err(_), None) => {
                 return Err(PyTypeError::new_err(
-                    "arm() takes a list, or a callable with refused=",
+                    "arm() takes a TextBuffer, or a callable with refused=",
                 ))
             }
         };

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use super::sse::ServerSentEvent;
+use super::text::str_from_utf8;
 use crate::template::{cut, cut_numbered, End};
 
 /// `TemplateCut(prefix, rest).read(frame)`: the body between `prefix` and `rest` of the frame's
@@ -99,7 +100,8 @@ impl TemplateCut {
         let Ok(frame) = frame.cast::<ServerSentEvent>() else {
             return Ok(None); // not ours to read: the Python reader decides
         };
-        self.text_of(py, &frame.get().raw_bytes(py))
+        let raw = frame.get().raw_bytes(py);
+        Ok(self.text_of(py, &raw)?.map(|text| text.into_str(py)))
     }
 }
 
@@ -107,11 +109,11 @@ impl TemplateCut {
     /// What `read` answers for a frame whose data is `raw`: the decoder's folding path
     /// (`SSEDecoder.feed_folding`) reads its frames' bytes with it before any frame is made.
     #[inline]
-    pub(crate) fn text_of<'py>(
+    pub(crate) fn text_of<'a, 'py>(
         &self,
         py: Python<'py>,
-        raw: &[u8],
-    ) -> PyResult<Option<Bound<'py, PyString>>> {
+        raw: &'a [u8],
+    ) -> PyResult<Option<CutText<'a, 'py>>> {
         let shape = &self.shape;
         let (prefix, rest) = (shape.prefix.as_bytes(py), shape.rest.as_bytes(py));
         match cut(raw, prefix, rest, shape.end(py)) {
@@ -147,18 +149,21 @@ impl NumberedCut {
         let Ok(frame) = frame.cast::<ServerSentEvent>() else {
             return Ok(None); // not ours to read: the payload is parsed
         };
-        self.text_of(py, &frame.get().raw_bytes(py))
+        let raw = frame.get().raw_bytes(py);
+        Ok(self
+            .text_of(py, &raw)?
+            .map(|(number, text)| (number, text.into_str(py))))
     }
 }
 
 impl NumberedCut {
     /// What `read` answers for a frame whose data is `raw` (see `TemplateCut::text_of`).
     #[inline]
-    pub(crate) fn text_of<'py>(
+    pub(crate) fn text_of<'a, 'py>(
         &self,
         py: Python<'py>,
-        raw: &[u8],
-    ) -> PyResult<Option<(Option<u64>, Bound<'py, PyString>)>> {
+        raw: &'a [u8],
+    ) -> PyResult<Option<(Option<u64>, CutText<'a, 'py>)>> {
         let shape = &self.shape;
         let (prefix, rest) = (shape.prefix.as_bytes(py), shape.rest.as_bytes(py));
         let end = shape.end(py);
@@ -180,7 +185,11 @@ impl NumberedCut {
 /// alone: a plain `#[inline]` left it a call (measured under callgrind).
 #[allow(clippy::inline_always)]
 #[inline(always)]
-fn text<'py>(py: Python<'py>, body: &[u8], value: &[u8]) -> PyResult<Option<Bound<'py, PyString>>> {
+fn text<'a, 'py>(
+    py: Python<'py>,
+    body: &'a [u8],
+    value: &[u8],
+) -> PyResult<Option<CutText<'a, 'py>>> {
     if !value.is_empty() && !value.iter().all(u8::is_ascii_alphanumeric) {
         // Python's `isalnum`, which takes letters and digits of every script.
         let Ok(value) = std::str::from_utf8(value) else {
@@ -194,11 +203,14 @@ fn text<'py>(py: Python<'py>, body: &[u8], value: &[u8]) -> PyResult<Option<Boun
     let mut ascii = true;
     for &b in body {
         match b {
-            b'"' | b'\\' => return Ok(escaped_body(py, body)),
+            b'"' | b'\\' => return Ok(escaped_body(py, body).map(CutText::Str)),
             0..=0x1f | 0x7f => return Ok(None),
             0x80.. => ascii = false,
             _ => {}
         }
+    }
+    if ascii {
+        return Ok(Some(CutText::Ascii(body)));
     }
     let Ok(text) = std::str::from_utf8(body) else {
         return Ok(None);
@@ -206,10 +218,34 @@ fn text<'py>(py: Python<'py>, body: &[u8], value: &[u8]) -> PyResult<Option<Boun
     let text = PyString::new(py, text);
     // Python's notion of printable (U+2028, format characters, unassigned code points…),
     // asked only when the body has a character beyond ASCII.
-    if !ascii && !text.call_method0(intern!(py, "isprintable"))?.is_truthy()? {
+    if !text.call_method0(intern!(py, "isprintable"))?.is_truthy()? {
         return Ok(None);
     }
-    Ok(Some(text))
+    Ok(Some(CutText::Str(text)))
+}
+
+/// The text a cut reads: printable ASCII as the frame's own bytes, so that a fold which keeps
+/// bytes (`TextBuffer`) makes no `str` of it; any other text as the `str` it reads as.
+pub(crate) enum CutText<'a, 'py> {
+    Ascii(&'a [u8]),
+    Str(Bound<'py, PyString>),
+}
+
+impl<'py> CutText<'_, 'py> {
+    pub(crate) fn into_str(self, py: Python<'py>) -> Bound<'py, PyString> {
+        match self {
+            CutText::Ascii(bytes) => str_from_utf8(py, bytes),
+            CutText::Str(text) => text,
+        }
+    }
+
+    /// Its length in characters, as Python's `len` counts them.
+    pub(crate) fn chars(&self) -> PyResult<usize> {
+        match self {
+            CutText::Ascii(bytes) => Ok(bytes.len()),
+            CutText::Str(text) => text.len(),
+        }
+    }
 }
 
 /// A body with a quote or a backslash: its text as `decode_body` gives it (`json.loads` of the

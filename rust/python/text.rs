@@ -107,47 +107,6 @@ pub fn bench_str_from_utf8<'py>(
     make()
 }
 
-/// Whether `text` holds a character cut in two (a high surrogate followed by a low one),
-/// which the fold then makes one character again. Read from the `str`'s own code units; a
-/// narrow (1-byte) `str` cannot hold a surrogate.
-#[cfg(not(feature = "abi3"))]
-#[pyfunction]
-pub fn has_split_pair(text: &Bound<'_, PyString>) -> bool {
-    use crate::surrogates::has_split_pair;
-
-    let ptr = text.as_ptr();
-    // SAFETY: `ptr` is a live `str` for the call. A ready `str` (every one made since Python
-    // 3.12, and all but long-deprecated legacy ones before) has `length` units of its kind at
-    // `DATA`, read here as a slice of that unit type.
-    unsafe {
-        if ffi::PyUnicode_READY(ptr) != 0 {
-            ffi::PyErr_Clear();
-            return true; // unreadable here: let the fold's repair decide
-        }
-        let Ok(len) = usize::try_from(ffi::PyUnicode_GET_LENGTH(ptr)) else {
-            return true;
-        };
-        let data = ffi::PyUnicode_DATA(ptr);
-        match ffi::PyUnicode_KIND(ptr) {
-            ffi::PyUnicode_2BYTE_KIND => {
-                has_split_pair(std::slice::from_raw_parts(data.cast::<u16>(), len))
-            }
-            ffi::PyUnicode_4BYTE_KIND => {
-                has_split_pair(std::slice::from_raw_parts(data.cast::<u32>(), len))
-            }
-            _ => false,
-        }
-    }
-}
-
-/// The limited API cannot read a `str`'s units: every text is handed to the repair, which
-/// leaves text without a cut character as it is.
-#[cfg(feature = "abi3")]
-#[pyfunction]
-pub fn has_split_pair(_text: &Bound<'_, PyString>) -> bool {
-    true
-}
-
 /// A `str` made on first use and then kept, safe to share between threads.
 ///
 /// An atomic pointer rather than a `OnceLock`: reading an event's `data` is the hot path of

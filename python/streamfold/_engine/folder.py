@@ -3,10 +3,11 @@
 :class:`Folder` keeps mutable state per choice and per block and builds immutable-by-convention
 ``Message`` / ``Block`` / ``ToolCall`` objects only when asked (:meth:`Folder.snapshot`,
 :meth:`Folder.result`). ``add`` is the hot path: one dict lookup on the event class, then a few
-attribute stores; text is kept as a list of pieces per block and joined when a snapshot needs it.
+attribute stores; a block's text is kept as bytes in Rust (``TextBuffer``: an object per delta
+would weigh several times the text) and made a ``str`` when a snapshot needs it.
 
 Snapshots reuse what did not change: a block touched since the last snapshot is rebuilt whole
-(its pieces joined once into a new ``str`` of all its text, its ``Block`` and ``ToolCall`` made
+(its text made once into a new ``str``, its ``Block`` and ``ToolCall`` made
 anew, so the cost is the size of that block, not of its new text); every other block, and the
 whole message when nothing changed, is the object the previous snapshot returned. Objects handed out
 are never mutated afterwards, so an old snapshot stays as it was; treat them as read-only, since
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
-from .._core import JsonAccumulator, ReadClock, has_split_pair
+from .._core import JsonAccumulator, ReadClock, TextBuffer
 from .._errors import (
     IdleTimeoutError,
     IncompleteJsonError,
@@ -77,9 +78,9 @@ from .._types import ProviderName
 __all__ = ["Folder"]
 
 
-#: What ``Folder.delta_sink`` gives: a text block's pieces, or a tool call's ``(push,
+#: What ``Folder.delta_sink`` gives: a text block's ``TextBuffer``, or a tool call's ``(push,
 #: refused)``.
-DeltaSink = list[str] | tuple[Callable[[str], None], Callable[[str, BaseException], None]]
+DeltaSink = TextBuffer | tuple[Callable[[str], None], Callable[[str, BaseException], None]]
 
 #: The accumulator of tool-call arguments (a module attribute so tests can substitute it).
 _JsonAccumulator: Any = JsonAccumulator
@@ -286,21 +287,6 @@ class _Call:
         )
 
 
-def _paired(text: str) -> str:
-    """``text`` with each character cut in two made one character again.
-
-    A host that cuts its text by UTF-16 units (JavaScript servers) can send an emoji as
-    ``"\\ud83d"`` in one delta and ``"\\ude00"`` in the next. Each parses alone to a lone
-    surrogate (as ``json.loads`` gives), and joined they would stay two, which
-    ``str.encode`` refuses. A lone surrogate is kept as it came. ASCII text, most of it, is
-    not looked at (``isascii`` is free); other text is scanned in Rust, since a regular
-    expression would cost a fold of mixed text about a sixth more.
-    """
-    if text.isascii() or not has_split_pair(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
 def _add_logprobs(b: _Block, logprobs: Any) -> None:
     """Add a delta's log-probabilities to its block's (``Block.extra["logprobs"]``): one list
     per block, in stream order, of what the provider sends per token or fragment.
@@ -333,7 +319,7 @@ def _add_logprobs(b: _Block, logprobs: Any) -> None:
 
 
 class _Block:
-    """A block being accumulated: text pieces, or a tool call's accumulator."""
+    """A block being accumulated: its text, or a tool call's accumulator."""
 
     __slots__ = (
         "call",
@@ -346,19 +332,22 @@ class _Block:
         "index",
         "kind",
         "logprobs",
-        "pieces",
         "push",
         "signature",
         "snap",
+        "text_buffer",
     )
 
     def __init__(self, choice: int, index: int, kind: BlockKind) -> None:
         self.choice = choice
         self.index = index
         self.kind: BlockKind = kind
-        self.pieces: list[str] = []
-        #: Where a delta's text goes: ``pieces.append``, or the call's ``JsonAccumulator.push``.
-        self.push: Callable[[str], None] = self.pieces.append
+        #: The text so far, as bytes in Rust (not a ``str`` per delta), made a ``str`` once
+        #: per snapshot; a character a host cut into UTF-16 halves is one character again.
+        self.text_buffer = TextBuffer()
+        #: Where a delta's text goes: ``text_buffer.append``, or the call's
+        #: ``JsonAccumulator.push``.
+        self.push: Callable[[str], None] = self.text_buffer.append
         self.signature: str | None = None
         self.data: Any = None
         self.extra: dict[str, Any] = {}
@@ -376,13 +365,7 @@ class _Block:
         return self.index < other.index
 
     def text(self) -> str:
-        pieces = self.pieces
-        if not pieces:
-            return ""
-        if len(pieces) > 1:
-            # Keep the join: the next snapshot joins it with only the newer pieces.
-            pieces[:] = [_paired("".join(pieces))]
-        return pieces[0]
+        return self.text_buffer.text()
 
     def refresh(self) -> Block:
         call = self.call
@@ -659,36 +642,36 @@ class Folder:
         super().__init_subclass__(**kwargs)
         cls._handlers = _handler_table(cls)
 
-    def text_pieces(self, choice: int, index: int) -> list[str] | None:
-        """The list of text pieces of block ``index`` of ``choice``: appending a text to it is
-        folding a ``BlockDelta`` of that text, as long as no other event is folded in between
-        (the caller's promise; ``fold`` drops the list whenever it folds an event).
+    def text_buffer(self, choice: int, index: int) -> TextBuffer | None:
+        """The text of block ``index`` of ``choice``: appending a text to it is folding a
+        ``BlockDelta`` of that text, as long as no other event is folded in between (the
+        caller's promise; ``fold`` lets go of it whenever it folds an event).
 
-        Only for the block the last delta went to, when its text is plain pieces (not a tool
+        Only for the block the last delta went to, when its text is plain text (not a tool
         call's JSON, not a closed block): every other case needs ``_on_delta`` in full.
         """
         b = self._last
-        if b.index != index or b.choice != choice or b.push != b.pieces.append:
+        if b.index != index or b.choice != choice or b.push != b.text_buffer.append:
             return None
         # What ``_on_delta`` does besides the append, done once for the whole run of deltas.
         self._mark(b)
-        return b.pieces
+        return b.text_buffer
 
     def delta_sink(self, choice: int, index: int) -> DeltaSink | None:
         """Where the text of a ``BlockDelta`` to block ``index`` of ``choice`` (without log
         probabilities) goes, for the decoder's folding path: handing a text to it is folding
         such a delta, as long as no other event is folded in between (the caller's promise).
 
-        A text block's list of pieces (``text_pieces``); for a tool call, ``(push, refused)``:
+        A text block's ``TextBuffer`` (``text_buffer``); for a tool call, ``(push, refused)``:
         its fragments' ``push``, and what to call with a fragment and the error when ``push``
         raised (the call's text is then kept as it came, and ``push`` is no longer its sink).
         ``None`` for any other case, which needs ``_on_delta`` in full. What the path hands
         over is counted against ``max_message_bytes`` by the path itself, which takes no text
         past ``room`` and reports what it took (``took``).
         """
-        pieces = self.text_pieces(choice, index)
-        if pieces is not None:
-            return pieces
+        buffer = self.text_buffer(choice, index)
+        if buffer is not None:
+            return buffer
         b = self._last
         call = b.call
         if b.index != index or b.choice != choice or call is None or b.push != call.sink():
@@ -770,9 +753,8 @@ class Folder:
             for b in c.order:
                 if b.call is not None or b.data is not None:
                     return True
-                for piece in b.pieces:
-                    if piece:
-                        return True
+                if b.text_buffer:
+                    return True
         return False
 
     def annotate_error(self, exc: StreamfoldError) -> StreamfoldError:
@@ -1044,9 +1026,9 @@ class Folder:
         elif ev.complete:
             b.push = self._stray(b, ev)
             if ev.text:  # a block that arrived whole: its text is all of it
-                b.pieces.append(ev.text)
+                b.text_buffer.append(ev.text)
         elif ev.text:
-            b.pieces.append(ev.text)
+            b.text_buffer.append(ev.text)
         self._last = b
 
     def _server_input(self, b: _Block, start: BlockStart) -> Callable[[str], None]:
@@ -1069,7 +1051,7 @@ class Folder:
                 event = BlockEnd(index=b.index, kind=b.kind, choice=b.choice)
             self._violation(f"delta for closed block {b.index} of choice {b.choice}", event)
             if b.call is None and b.kind in _JOINED_KINDS:
-                b.pieces.append(text)
+                b.text_buffer.append(text)
 
         return push
 

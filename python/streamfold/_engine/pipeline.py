@@ -12,7 +12,14 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._core import JsonLinesDecoder, NumberedCut, ReadClock, SSEDecoder, TemplateCut
+from .._core import (
+    JsonLinesDecoder,
+    NumberedCut,
+    ReadClock,
+    SSEDecoder,
+    TemplateCut,
+    TextBuffer,
+)
 from .._errors import ProtocolError, StreamError, StreamfoldError
 from .._events import (
     AnyEvent,
@@ -253,7 +260,7 @@ class Pipeline:
             return None
         sequence = self.provider.sequence
         clock = self.clock
-        if isinstance(sink, list):
+        if isinstance(sink, TextBuffer):
             decoder.arm(cut, event, sink, room=room, sequence=sequence, clock=clock)
         else:
             push, refused = sink
