@@ -145,13 +145,16 @@ mod tests {
     fn generalized(points: &[u32]) -> Vec<u8> {
         let mut out = Vec::new();
         for &p in points {
-            match char::from_u32(p) {
-                Some(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-                None => out.extend_from_slice(&[
-                    0xE0 | (p >> 12) as u8,
-                    0x80 | ((p >> 6) & 0x3F) as u8,
-                    0x80 | (p & 0x3F) as u8,
-                ]),
+            if let Some(c) = char::from_u32(p) {
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            } else {
+                // A surrogate, U+D800..U+DFFF: three bytes, each of them below 256.
+                let byte = |bits: u32| u8::try_from(bits).expect("a byte");
+                out.extend_from_slice(&[
+                    byte(0xE0 | (p >> 12)),
+                    byte(0x80 | ((p >> 6) & 0x3F)),
+                    byte(0x80 | (p & 0x3F)),
+                ]);
             }
         }
         out

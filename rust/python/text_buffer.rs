@@ -50,16 +50,15 @@ impl TextBuffer {
     /// as it is, and only a fragment with a lone surrogate (parsed from a `\u` escape) is
     /// encoded with `surrogatepass`.
     pub(super) fn push(&self, py: Python<'_>, fragment: &Bound<'_, PyString>) -> PyResult<()> {
-        match fragment.to_str() {
-            Ok(text) => self.text(py)?.push_str(text),
-            Err(_) => {
-                let bytes = fragment.call_method1(
-                    intern!(py, "encode"),
-                    (intern!(py, "utf-8"), intern!(py, "surrogatepass")),
-                )?;
-                let bytes = bytes.cast_into::<PyBytes>()?;
-                self.text(py)?.push_with_surrogates(bytes.as_bytes());
-            }
+        if let Ok(text) = fragment.to_str() {
+            self.text(py)?.push_str(text);
+        } else {
+            let bytes = fragment.call_method1(
+                intern!(py, "encode"),
+                (intern!(py, "utf-8"), intern!(py, "surrogatepass")),
+            )?;
+            let bytes = bytes.cast_into::<PyBytes>()?;
+            self.text(py)?.push_with_surrogates(bytes.as_bytes());
         }
         Ok(())
     }
