@@ -99,7 +99,7 @@ class SSEDecoder:
         self,
         cut: TemplateCut | NumberedCut,
         event: str,
-        sink: TextBuffer | Callable[[str], object],
+        sink: TextBuffer | JsonAccumulator | Callable[[str], object],
         refused: Callable[[str, BaseException], object] | None = None,
         *,
         room: int = ...,

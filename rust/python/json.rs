@@ -867,6 +867,72 @@ pub struct JsonAccumulator {
 }
 
 impl JsonAccumulator {
+    /// `push`, for the decoder's folding path too (a tool call's argument fragments).
+    pub(super) fn push_fragment(
+        &self,
+        py: Python<'_>,
+        fragment: &Bound<'_, PyString>,
+    ) -> PyResult<()> {
+        let mut inner = self.lock(py)?;
+        if inner.high.is_none() && inner.tail.is_empty() {
+            if let Ok(text) = fragment.to_str() {
+                return inner.acc.push(text).map_err(|e| json_error(py, &e));
+            }
+        }
+        if let Some(e) = inner.acc.error() {
+            let e = json_error(py, e);
+            inner.tail.push(fragment.clone().unbind());
+            return Err(e);
+        }
+        let Decoded {
+            text,
+            trailing: high,
+            lone,
+            rest,
+        } = decode_surrogates(fragment, inner.high.take())?;
+        if let Err(e) = inner.acc.push(&text) {
+            if !rest.is_empty() {
+                inner.tail.push(units_to_str(py, &rest)?.unbind());
+            }
+            return Err(json_error(py, &e));
+        }
+        let error = match (lone, high) {
+            (Some(unit), _) => JsonError {
+                kind: ErrorKind::LoneSurrogate { unit },
+                offset: inner.acc.text().len(),
+                expected: "a character with a UTF-8 form (escape lone surrogates as \\uXXXX)",
+            },
+            // Half of a character that only string text can hold: wait for the other half.
+            (None, Some(high)) if inner.acc.scanner().in_string_text() => {
+                inner.high = Some(high);
+                return Ok(());
+            }
+            (None, Some(unit)) => JsonError {
+                kind: ErrorKind::LoneSurrogate { unit },
+                offset: inner.acc.text().len(),
+                expected: "an ASCII character (non-ASCII text belongs in strings)",
+            },
+            (None, None) => return Ok(()),
+        };
+        inner.acc.poison(error.clone());
+        inner.tail.push(units_to_str(py, &rest)?.unbind());
+        Err(json_error(py, &error))
+    }
+
+    /// `push` of a fragment of printable ASCII the folding path cut from a frame: no `str` is
+    /// made of it unless the accumulator holds a half character or has refused text already.
+    pub(super) fn push_ascii(&self, py: Python<'_>, bytes: &[u8]) -> PyResult<Option<()>> {
+        let mut inner = self.lock(py)?;
+        if inner.high.is_some() || !inner.tail.is_empty() {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Ok(None);
+        };
+        inner.acc.push(text).map_err(|e| json_error(py, &e))?;
+        Ok(Some(()))
+    }
+
     fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, Inner>> {
         self.inner
             .lock_py_attached(py)
@@ -967,50 +1033,7 @@ impl JsonAccumulator {
     /// Append a fragment of the JSON text; raises ``InvalidJsonError`` at the first character
     /// that can never be valid (and for every push after it, whose text is still appended).
     fn push(&self, py: Python<'_>, fragment: &Bound<'_, PyString>) -> PyResult<()> {
-        let mut inner = self.lock(py)?;
-        if inner.high.is_none() && inner.tail.is_empty() {
-            if let Ok(text) = fragment.to_str() {
-                return inner.acc.push(text).map_err(|e| json_error(py, &e));
-            }
-        }
-        if let Some(e) = inner.acc.error() {
-            let e = json_error(py, e);
-            inner.tail.push(fragment.clone().unbind());
-            return Err(e);
-        }
-        let Decoded {
-            text,
-            trailing: high,
-            lone,
-            rest,
-        } = decode_surrogates(fragment, inner.high.take())?;
-        if let Err(e) = inner.acc.push(&text) {
-            if !rest.is_empty() {
-                inner.tail.push(units_to_str(py, &rest)?.unbind());
-            }
-            return Err(json_error(py, &e));
-        }
-        let error = match (lone, high) {
-            (Some(unit), _) => JsonError {
-                kind: ErrorKind::LoneSurrogate { unit },
-                offset: inner.acc.text().len(),
-                expected: "a character with a UTF-8 form (escape lone surrogates as \\uXXXX)",
-            },
-            // Half of a character that only string text can hold: wait for the other half.
-            (None, Some(high)) if inner.acc.scanner().in_string_text() => {
-                inner.high = Some(high);
-                return Ok(());
-            }
-            (None, Some(unit)) => JsonError {
-                kind: ErrorKind::LoneSurrogate { unit },
-                offset: inner.acc.text().len(),
-                expected: "an ASCII character (non-ASCII text belongs in strings)",
-            },
-            (None, None) => return Ok(()),
-        };
-        inner.acc.poison(error.clone());
-        inner.tail.push(units_to_str(py, &rest)?.unbind());
-        Err(json_error(py, &error))
+        self.push_fragment(py, fragment)
     }
 
     /// Everything pushed so far (a surrogate pair's first half waits for its second).

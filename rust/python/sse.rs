@@ -21,6 +21,7 @@ use pyo3::{intern, IntoPyObjectExt, PyTraverseError, PyVisit};
 
 use super::clock::ReadClock;
 use super::errors::{event_json_error, line_exception, sse_exception, LineError};
+use super::json::JsonAccumulator;
 use super::slots::SlotBuilder;
 use super::spare_list::SpareList;
 use super::template::{CutText, NumberedCut, TemplateCut};
@@ -766,9 +767,15 @@ impl Cut {
 enum Sink {
     /// A text block's text (its `TextBuffer`), which the fold makes a `str` once.
     Text(Py<TextBuffer>),
-    /// A tool call's `push` (its `JsonAccumulator.push`); should it raise, `refused(fragment,
-    /// error)` records the refusal as the fold would, and the path disarms (the call's text
-    /// goes elsewhere from then on).
+    /// A tool call's `JsonAccumulator`, pushed to from here; should it refuse a fragment,
+    /// `refused(fragment, error)` records the refusal as the fold would, and the path disarms
+    /// (the call's text goes elsewhere from then on).
+    Accumulator {
+        acc: Py<JsonAccumulator>,
+        refused: Py<PyAny>,
+    },
+    /// Any other `push(fragment)` (a refused call's text, kept as it came), with `refused` as
+    /// above.
     Call { push: Py<PyAny>, refused: Py<PyAny> },
     /// No fold (`events`): each text becomes a `BlockDelta`, made by `build` from the
     /// block's `(index, kind, choice)`, the text and the frame (`feed_events`).
@@ -784,15 +791,40 @@ impl Sink {
         match self {
             Sink::Events { .. } => Ok(true),
             Sink::Text(buffer) => buffer.get().take(py, text).map(|()| true),
+            Sink::Accumulator { acc, refused } => {
+                let acc = acc.get();
+                let pushed = match &text {
+                    CutText::Ascii(bytes) => acc.push_ascii(py, bytes).transpose(),
+                    CutText::Str(_) => None,
+                };
+                let pushed = match pushed {
+                    Some(pushed) => pushed,
+                    None => acc.push_fragment(py, &text.to_str(py)),
+                };
+                Self::refuse(py, pushed, refused, &text)
+            }
             Sink::Call { push, refused } => {
-                let text = text.into_str(py);
-                match push.bind(py).call1((&text,)) {
-                    Ok(_) => Ok(true),
-                    Err(e) => {
-                        refused.bind(py).call1((text, e.into_value(py)))?;
-                        Ok(false)
-                    }
-                }
+                let pushed = push.bind(py).call1((text.to_str(py),)).map(drop);
+                Self::refuse(py, pushed, refused, &text)
+            }
+        }
+    }
+
+    /// `Ok(true)` if the fragment was pushed; else `refused(fragment, error)` is told and the
+    /// sink takes no more.
+    fn refuse(
+        py: Python<'_>,
+        pushed: PyResult<()>,
+        refused: &Py<PyAny>,
+        text: &CutText<'_, '_>,
+    ) -> PyResult<bool> {
+        match pushed {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                refused
+                    .bind(py)
+                    .call1((text.to_str(py), e.into_value(py)))?;
+                Ok(false)
             }
         }
     }
@@ -800,6 +832,10 @@ impl Sink {
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self {
             Sink::Text(buffer) => visit.call(buffer),
+            Sink::Accumulator { acc, refused } => {
+                visit.call(acc)?;
+                visit.call(refused)
+            }
             Sink::Call { push, refused } => {
                 visit.call(push)?;
                 visit.call(refused)
@@ -1264,16 +1300,23 @@ impl SSEDecoder {
         clock: Option<Py<ReadClock>>,
     ) -> PyResult<()> {
         let cut = Cut::new(cut, sequence)?;
-        let sink = match (sink.cast_exact::<TextBuffer>(), refused) {
-            (Ok(buffer), _) => Sink::Text(buffer.clone().unbind()),
-            (Err(_), Some(refused)) => Sink::Call {
-                push: sink.clone().unbind(),
-                refused,
-            },
-            (Err(_), None) => {
+        let sink = if let Ok(buffer) = sink.cast_exact::<TextBuffer>() {
+            Sink::Text(buffer.clone().unbind())
+        } else {
+            let Some(refused) = refused else {
                 return Err(PyTypeError::new_err(
-                    "arm() takes a TextBuffer, or a callable with refused=",
-                ))
+                    "arm() takes a TextBuffer, or a JsonAccumulator or a callable with refused=",
+                ));
+            };
+            match sink.cast_exact::<JsonAccumulator>() {
+                Ok(acc) => Sink::Accumulator {
+                    acc: acc.clone().unbind(),
+                    refused,
+                },
+                Err(_) => Sink::Call {
+                    push: sink.clone().unbind(),
+                    refused,
+                },
             }
         };
         let path = &mut self.lock(py)?.folding;

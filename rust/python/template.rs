@@ -239,6 +239,14 @@ impl<'py> CutText<'_, 'py> {
         }
     }
 
+    /// The text as a `str` (a new one for ASCII bytes, else the one it holds).
+    pub(crate) fn to_str(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        match self {
+            CutText::Ascii(bytes) => str_from_utf8(py, bytes),
+            CutText::Str(text) => text.clone(),
+        }
+    }
+
     /// Its length in characters, as Python's `len` counts them.
     pub(crate) fn chars(&self) -> PyResult<usize> {
         match self {

@@ -78,9 +78,12 @@ from .._types import ProviderName
 __all__ = ["Folder"]
 
 
-#: What ``Folder.delta_sink`` gives: a text block's ``TextBuffer``, or a tool call's ``(push,
+#: What ``Folder.delta_sink`` gives: a text block's ``TextBuffer``, or a tool call's ``(sink,
 #: refused)``.
-DeltaSink = TextBuffer | tuple[Callable[[str], None], Callable[[str, BaseException], None]]
+DeltaSink = (
+    TextBuffer
+    | tuple[JsonAccumulator | Callable[[str], None], Callable[[str, BaseException], None]]
+)
 
 #: The accumulator of tool-call arguments (a module attribute so tests can substitute it).
 _JsonAccumulator: Any = JsonAccumulator
@@ -662,9 +665,10 @@ class Folder:
         probabilities) goes, for the decoder's folding path: handing a text to it is folding
         such a delta, as long as no other event is folded in between (the caller's promise).
 
-        A text block's ``TextBuffer`` (``text_buffer``); for a tool call, ``(push, refused)``:
-        its fragments' ``push``, and what to call with a fragment and the error when ``push``
-        raised (the call's text is then kept as it came, and ``push`` is no longer its sink).
+        A text block's ``TextBuffer`` (``text_buffer``); for a tool call, ``(sink, refused)``:
+        its ``JsonAccumulator`` (or, for a call whose text is kept as it came, the ``push`` of
+        that text), and what to call with a fragment and the error when the accumulator refused
+        it (the call's text is then kept as it came, and the accumulator is no longer its sink).
         ``None`` for any other case, which needs ``_on_delta`` in full. What the path hands
         over is counted against ``max_message_bytes`` by the path itself, which takes no text
         past ``room`` and reports what it took (``took``).
@@ -683,7 +687,8 @@ class Folder:
                 raise exc
             b.push = call.reject(fragment, exc)
 
-        return b.push, refused
+        # The accumulator itself, which the decoder pushes to without a Python call.
+        return (call.acc if call.broken is None and call.acc is not None else b.push), refused
 
     @property
     def room(self) -> int:
