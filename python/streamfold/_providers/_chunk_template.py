@@ -76,13 +76,9 @@ class ChunkTemplate:
         "cutter",
         "kind",
         "mode",
-        "padding_end",
         "padding_end_b",
-        "prefix",
         "prefix_b",
-        "rest",
         "rest_b",
-        "start",
         "start_b",
         "state",
     )
@@ -98,14 +94,7 @@ class ChunkTemplate:
         block: int = -1,
         kind: BlockKind = "text",
     ) -> None:
-        self.prefix = prefix
-        self.start = len(prefix)
-        #: What follows the string body. ``PADDED_VALUE``: up to and including the opening quote
-        #: of the padding value, ``padding_end`` being what follows that value; ``PADDED_END``:
-        #: up to the spaces before the last brace.
-        self.rest = rest
         self.mode = mode
-        self.padding_end = padding_end
         #: The provider's target for the text: its choice state and block (-1: the open text
         #: block).
         self.state = state
@@ -113,10 +102,14 @@ class ChunkTemplate:
         #: The kind of the block the text goes to (an OpenAI-compatible host's ``reasoning``
         #: deltas are read like its ``content`` ones).
         self.kind: BlockKind = kind
-        # The same cut in UTF-8, for ``read``. ``learn`` makes templates only from text that
-        # encodes (no lone surrogate), so this never fails for a learned template.
+        # The cut is kept in UTF-8 only: ``read`` and the Rust cut compare bytes, and an open
+        # stream holds its templates. ``learn`` makes templates only from text that encodes (no
+        # lone surrogate), so this never fails for a learned template.
         self.prefix_b = prefix.encode()
         self.start_b = len(self.prefix_b)
+        #: What follows the string body. ``PADDED_VALUE``: up to and including the opening quote
+        #: of the padding value, ``padding_end_b`` being what follows that value;
+        #: ``PADDED_END``: up to the spaces before the last brace.
         self.rest_b = rest.encode()
         self.padding_end_b = padding_end.encode()
         #: The cut in Rust, for ``cut`` and for the decoder's folding path (``SSEDecoder.arm``).
