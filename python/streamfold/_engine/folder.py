@@ -482,18 +482,43 @@ class _RunView:
     )
 
     def __init__(self, folder: Folder) -> None:
-        self.tool_results: list[ToolResult] = list(folder._tool_results)
+        parts = folder._parts
+        self.sources: list[Any] | None = None if folder._sources is None else list(folder._sources)
+        self.metadata: dict[str, Any] = dict(folder._metadata)
         # Loops, not comprehensions: a comprehension makes a function object per call.
         steps: list[Step] = []
-        for step in folder._steps:
-            steps.append(_copy_step(step))
+        if parts is None:
+            self.tool_results: list[ToolResult] = []
+            self.queries: list[Any] = []
+            self.media: list[Any] = []
+            self.notices: list[Any] = []
+            self.warnings: list[str] = []
+        else:
+            self.tool_results = list(parts.tool_results)
+            for step in parts.steps:
+                steps.append(_copy_step(step))
+            self.queries = list(parts.queries)
+            self.media = list(parts.media)
+            self.notices = list(parts.notices)
+            self.warnings = list(parts.warnings)
         self.steps = steps
-        self.sources: list[Any] | None = None if folder._sources is None else list(folder._sources)
-        self.queries: list[Any] = list(folder._queries)
-        self.media: list[Any] = list(folder._media)
-        self.notices: list[Any] = list(folder._notices)
-        self.warnings: list[str] = list(folder._warnings)
-        self.metadata: dict[str, Any] = dict(folder._metadata)
+
+
+class _RunParts:
+    """What a fold keeps of the run beside its choices: tool results, steps, search queries,
+    media, notices and warnings, in the order they came."""
+
+    __slots__ = ("media", "notices", "queries", "step_stack", "steps", "tool_results", "warnings")
+
+    def __init__(self) -> None:
+        self.tool_results: list[ToolResult] = []
+        #: The top-level steps; ``step_stack`` the open ones, outermost first.
+        self.steps: list[Step] = []
+        self.step_stack: list[Step] = []
+        self.queries: list[Any] = []
+        self.media: list[Any] = []
+        self.notices: list[Any] = []
+        self.warnings: list[str] = []
 
 
 def check_max_message_bytes(value: object) -> None:
@@ -546,11 +571,9 @@ class Folder:
         "_dirty",
         "_dispatch",
         "_last",
-        "_media",
         "_metadata",
-        "_notices",
+        "_parts",
         "_pending",
-        "_queries",
         "_room",
         "_run_changed",
         "_run_seen",
@@ -560,11 +583,7 @@ class Folder:
         "_sources",
         "_status",
         "_step_count",
-        "_step_stack",
-        "_steps",
-        "_tool_results",
         "_usage",
-        "_warnings",
         "max_message_bytes",
         "provider",
         "strict",
@@ -596,15 +615,11 @@ class Folder:
         #: The block the last delta went to: deltas come in runs on one block.
         self._last = _Block(-1, -1, "other")
         self._usage: Usage | None = None
-        self._tool_results: list[ToolResult] = []
-        self._steps: list[Step] = []
-        self._step_stack: list[Step] = []
+        #: The run-level parts (tool results, steps, media, notices, warnings…), made when the
+        #: first of them comes: most streams have none, and an open stream keeps no empty lists.
+        self._parts: _RunParts | None = None
         self._step_count = 0
         self._sources: list[Any] | None = None
-        self._queries: list[Any] = []
-        self._media: list[Any] = []
-        self._notices: list[Any] = []
-        self._warnings: list[str] = []
         self._metadata: dict[str, Any] = {}
         self._status: str | None = None
         self._pending: ToolCall | None = None
@@ -752,7 +767,8 @@ class Folder:
     def produced_content(self) -> bool:
         """Some part of the answer exists: text, reasoning, a tool plan, a refusal, a tool call,
         a tool result or media. A retry would then show a second, different answer."""
-        if self._tool_results or self._media:
+        parts = self._parts
+        if parts is not None and (parts.tool_results or parts.media):
             return True
         for c in self._choices.values():
             for b in c.order:
@@ -948,6 +964,12 @@ class Folder:
             partial=self.partial(),
         )
 
+    def _run_parts(self) -> _RunParts:
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = _RunParts()
+        return parts
+
     def _violation(self, message: str, event: Event) -> None:
         text = f"{self.provider or 'fold'}: {message} (event {event.type!r})"
         if self.strict:
@@ -958,7 +980,7 @@ class Folder:
                 raw=event.raw,
                 partial=self.partial(),
             )
-        self._warnings.append(text)
+        self._run_parts().warnings.append(text)
         self._run_changed = True
 
     def _mark(self, b: _Block) -> None:
@@ -1129,7 +1151,7 @@ class Folder:
         self._close(b, complete=False)
         what = "tool call" if b.kind == "tool_call" else f"{b.kind} call"
         label = f"{call.name!r}" + (f" (id {call.id!r})" if call.id is not None else "")
-        self._warnings.append(
+        self._run_parts().warnings.append(
             f"{self.provider or 'fold'}: {what} {label} in block {b.index} of choice "
             f"{b.choice} was still open at the terminal event (finish "
             f"{ev.raw_finish_reason!r}): marked incomplete, its arguments may be cut short"
@@ -1223,7 +1245,8 @@ class Folder:
         finish = ev.finish_reason
         if finish not in _TOOL_TURN_FINISHES or not c.calls or ev.tools_run_by_platform:
             return finish
-        answered = {_id_key(r.call_id) for r in self._tool_results}
+        parts = self._parts
+        answered = {_id_key(r.call_id) for r in (parts.tool_results if parts else ())}
         if any(call.complete and _id_key(call.id) not in answered for call in c.calls):
             return "tool_calls"
         return finish
@@ -1245,7 +1268,8 @@ class Folder:
             )
 
     def _on_step_start(self, ev: StepStart) -> None:
-        stack = self._step_stack
+        parts = self._run_parts()
+        stack = parts.step_stack
         depth = len(stack)
         if depth >= MAX_STEP_DEPTH:
             # Deeper steps are kept, as children of the deepest kept level: the tree has at
@@ -1271,12 +1295,12 @@ class Folder:
             raw=ev.raw,
         )
         self._step_count += 1
-        (self._steps if parent is None else parent.children).append(step)
+        (parts.steps if parent is None else parent.children).append(step)
         stack.append(step)
         self._run_changed = True
 
     def _on_step_end(self, ev: StepEnd) -> None:
-        stack = self._step_stack
+        stack = self._run_parts().step_stack
         for pos in range(len(stack) - 1, -1, -1):
             s = stack[pos]
             if ev.id is not None and s.id is not None:
@@ -1295,7 +1319,7 @@ class Folder:
         self._run_changed = True
 
     def _on_tool_result(self, ev: ToolResultAdded) -> None:
-        self._tool_results.append(ev.result)
+        self._run_parts().tool_results.append(ev.result)
         self._run_changed = True
 
     def _on_sources(self, ev: SourcesAdded) -> None:
@@ -1310,7 +1334,7 @@ class Folder:
         self._run_changed = True
 
     def _on_media(self, ev: MediaAdded) -> None:
-        self._media.append(ev.media)
+        self._run_parts().media.append(ev.media)
         self._run_changed = True
 
     def _on_run_status(self, ev: RunStatus) -> None:
@@ -1341,7 +1365,7 @@ class Folder:
     def _on_notice(self, ev: Notice) -> None:
         kind = ev.kind
         if kind == "warning":
-            self._warnings.append(ev.message or "warning")
+            self._run_parts().warnings.append(ev.message or "warning")
         elif kind == "ping":
             return
         else:
@@ -1349,7 +1373,7 @@ class Folder:
                 # ``provider="auto"``: the fold is named after the provider the stream turned
                 # out to be (``Message.provider``, the default of ``to_request``).
                 self.provider = str(ev.data)
-            self._notices.append(ev)
+            self._run_parts().notices.append(ev)
             if kind == "search_queries" and isinstance(ev.data, list):
                 self._add_queries(ev.data)
         self._run_changed = True
@@ -1358,7 +1382,7 @@ class Folder:
         """Each search query once, as the provider tells one from another
         (``Provider.same_query``): a stream may report a query again, and a query only one
         of the reports carries must still be kept."""
-        known = self._queries
+        known = self._run_parts().queries
         same = fold_rules(self.provider).same_query
         for query in queries:
             if not any(same(query, seen) for seen in known):
