@@ -84,6 +84,19 @@ def test_complete_message_with_its_terminal_event() -> None:
     assert m.choices == [m]
 
 
+def test_a_delta_before_any_block_to_block_minus_one_of_choice_minus_one_is_kept() -> None:
+    """No block is "the last one" before the first delta: a hand-fed delta whose index and
+    choice are both -1 opens its block like any other."""
+    message = fold(
+        [
+            MessageStart(id="m", model="x", choice=-1),
+            BlockDelta(index=-1, kind="text", text="kept", choice=-1),
+            end(choice=-1),
+        ]
+    )
+    assert (message.text, message.choice, [b.index for b in message.blocks]) == ("kept", -1, [-1])
+
+
 def test_no_events_is_incomplete() -> None:
     with pytest.raises(sf.IncompleteStreamError) as info:
         feed([]).result()

@@ -612,8 +612,9 @@ class Folder:
         self._choices: dict[int, _Choice] = {}
         #: Blocks changed since the last snapshot.
         self._dirty: list[_Block] = []
-        #: The block the last delta went to: deltas come in runs on one block.
-        self._last = _Block(-1, -1, "other")
+        #: The block the last delta went to (``None``: none yet): deltas come in runs on one
+        #: block.
+        self._last: _Block | None = None
         self._usage: Usage | None = None
         #: The run-level parts (tool results, steps, media, notices, warnings…), made when the
         #: first of them comes: most streams have none, and an open stream keeps no empty lists.
@@ -669,7 +670,7 @@ class Folder:
         call's JSON, not a closed block): every other case needs ``_on_delta`` in full.
         """
         b = self._last
-        if b.index != index or b.choice != choice or b.push != b.text_buffer.append:
+        if b is None or b.index != index or b.choice != choice or b.push != b.text_buffer.append:
             return None
         # What ``_on_delta`` does besides the append, done once for the whole run of deltas.
         self._mark(b)
@@ -692,6 +693,8 @@ class Folder:
         if buffer is not None:
             return buffer
         b = self._last
+        if b is None:
+            return None
         call = b.call
         if b.index != index or b.choice != choice or call is None or b.push != call.sink():
             return None
@@ -1084,7 +1087,7 @@ class Folder:
 
     def _on_delta(self, ev: BlockDelta) -> None:
         b = self._last
-        if b.index != ev.index or b.choice != ev.choice:
+        if b is None or b.index != ev.index or b.choice != ev.choice:
             found = self._find(ev.choice, ev.index, ev)
             # Not strict: open the block so no text is lost.
             b = self._last = (
