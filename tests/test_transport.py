@@ -398,6 +398,50 @@ def _wait_complete(response: Any) -> None:
     raise AssertionError("the body never arrived whole")
 
 
+def test_an_open_stream_holds_nothing_of_its_head(stream_server: StreamServer) -> None:
+    # The head is handed to Python once; from then on the core keeps none of it (nor the
+    # response's headers, whose bytes held hyper's first read buffer) while the body streams.
+    url = stream_server.url("/generate", provider="openai", n=5)
+    with sf.Client() as client, client.stream("GET", url) as response:
+        assert response.status_code == 200
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        with pytest.raises(_transport.StreamClosed, match="taken already"):
+            response._native.try_head()
+        assert response.read() == generated_stream("openai", 5)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_an_async_open_stream_holds_nothing_of_its_head(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/generate", provider="openai", n=5)
+    async with sf.Client() as client, client.stream("GET", url) as response:
+        assert response.headers["cache-control"] == "no-cache"
+        with pytest.raises(_transport.StreamClosed, match="taken already"):
+            response._native.try_head()
+        assert await response.aread() == generated_stream("openai", 5)
+
+
+def test_response_headers_are_a_case_insensitive_mapping_keeping_repeats() -> None:
+    from streamfold._transport._headers import Headers
+
+    plain = Headers([("content-type", "text/event-stream"), ("x-id", "1")])
+    assert plain["Content-Type"] == "text/event-stream"
+    assert "X-ID" in plain and "nope" not in plain and 1 not in plain
+    assert list(plain) == ["content-type", "x-id"] and len(plain) == 2
+    assert plain.get_list("x-id") == ["1"] and plain.get_list("nope") == []
+    assert plain.multi_items() == [("content-type", "text/event-stream"), ("x-id", "1")]
+    repeated = Headers([("set-cookie", "a=1"), ("Vary", "x"), ("set-cookie", "b=2")])
+    assert repeated["set-cookie"] == "a=1, b=2"
+    assert repeated.get_list("Set-Cookie") == ["a=1", "b=2"]
+    assert repeated.multi_items() == [("set-cookie", "a=1"), ("Vary", "x"), ("set-cookie", "b=2")]
+    assert repeated["vary"] == "x" and len(repeated) == 2
+    cased = Headers([("Vary", "x")])
+    assert cased.multi_items() == [("Vary", "x")] and cased["vary"] == "x"
+    assert repr(cased) == "Headers([('Vary', 'x')])"
+
+
 def test_a_read_returns_everything_that_arrived(stream_server: StreamServer) -> None:
     # The server writes each event on its own (a TCP write each): once they are all here, one
     # read hands them over together, not one call per TCP read.

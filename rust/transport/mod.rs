@@ -13,6 +13,7 @@ mod stream;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 
@@ -369,7 +370,9 @@ async fn run(
     max_redirects: usize,
     stream: &Stream,
 ) {
-    let mut response = match send(
+    // Boxed: the request's state (the largest part of this task's) is freed once the head
+    // came, rather than kept in the task for as long as the body streams.
+    let sending = Box::pin(send(
         &http,
         method,
         url,
@@ -377,9 +380,8 @@ async fn run(
         body,
         read_timeout,
         max_redirects,
-    )
-    .await
-    {
+    ));
+    let response = match sending.await {
         Ok(response) => response,
         Err(err) => {
             stream.put_head(Err(err));
@@ -387,18 +389,22 @@ async fn run(
         }
     };
     stream.put_head(Ok(head_of(&response)));
+    // Only the body is read from now on: the headers (whose values hold hyper's first read
+    // buffer, the head's bytes), the URL and the extensions go, and an open stream holds
+    // none of them.
+    let mut body = response.bytes_stream();
     loop {
-        match within(read_timeout, "bytes", response.chunk()).await {
-            Ok(Ok(Some(bytes))) => {
+        match within(read_timeout, "bytes", body.next()).await {
+            Ok(Some(Ok(bytes))) => {
                 if !stream.put(&bytes).await {
                     return;
                 }
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 stream.put_end(Ok(()));
                 return;
             }
-            Ok(Err(err)) => {
+            Ok(Some(Err(err))) => {
                 stream.put_end(Err(Error::from_reqwest(&err)));
                 return;
             }

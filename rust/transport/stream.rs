@@ -26,7 +26,7 @@ pub const LAZY_BATCH: usize = 64 * 1024;
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The response's status line and headers.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Head {
     pub status: u16,
     pub reason: String,
@@ -50,9 +50,20 @@ pub enum Read {
     Pending,
 }
 
+/// The head, from the task until the reader takes it.
+#[derive(Default)]
+enum HeadSlot {
+    #[default]
+    Awaited,
+    Came(Head),
+    Failed(Error),
+    /// Handed over: the reader keeps it, the stream holds nothing of it.
+    Taken,
+}
+
 #[derive(Default)]
 struct State {
-    head: Option<Result<Head, Error>>,
+    head: HeadSlot,
     buf: Vec<u8>,
     end: Option<Result<(), Error>>,
     closed: bool,
@@ -113,10 +124,13 @@ impl Stream {
             if state.closed {
                 return;
             }
-            if let Err(err) = &head {
-                state.end = Some(Err(err.clone()));
-            }
-            state.head = Some(head);
+            state.head = match head {
+                Ok(head) => HeadSlot::Came(head),
+                Err(err) => {
+                    state.end = Some(Err(err.clone()));
+                    HeadSlot::Failed(err)
+                }
+            };
         }
         self.wake();
     }
@@ -169,25 +183,40 @@ impl Stream {
 
     // -- the reader's side --
 
-    /// The head, once it came (`None`: not yet).
-    pub fn try_head(&self) -> Option<Result<Head, Error>> {
-        let state = self.lock();
+    /// The head, handed over once: the stream keeps nothing of it (`None`: not come yet).
+    fn take_head(state: &mut State) -> Option<Result<Head, Error>> {
         if state.closed {
             return Some(Err(Error::new(Kind::Closed, "the response was closed")));
         }
-        state.head.clone()
+        match std::mem::replace(&mut state.head, HeadSlot::Taken) {
+            HeadSlot::Came(head) => Some(Ok(head)),
+            HeadSlot::Awaited => {
+                state.head = HeadSlot::Awaited;
+                None
+            }
+            HeadSlot::Failed(err) => {
+                state.head = HeadSlot::Failed(err.clone());
+                Some(Err(err))
+            }
+            HeadSlot::Taken => Some(Err(Error::new(
+                Kind::Closed,
+                "the response's head was taken already",
+            ))),
+        }
     }
 
-    /// Wait up to `timeout` for the head.
+    /// The head once it came, handed over (`None`: not yet); a second call is refused.
+    pub fn try_head(&self) -> Option<Result<Head, Error>> {
+        Self::take_head(&mut self.lock())
+    }
+
+    /// Wait up to `timeout` for the head, and hand it over as `try_head`.
     pub fn wait_head(&self, timeout: Duration) -> Option<Result<Head, Error>> {
         let deadline = Instant::now() + timeout;
         let mut state = self.lock();
         loop {
-            if state.closed {
-                return Some(Err(Error::new(Kind::Closed, "the response was closed")));
-            }
-            if let Some(head) = &state.head {
-                return Some(head.clone());
+            if let Some(head) = Self::take_head(&mut state) {
+                return Some(head);
             }
             let now = Instant::now();
             if now >= deadline {
