@@ -11,8 +11,8 @@ Each client run is a fresh process printing one JSON object. CPU is ``time.proce
 of the client process: it counts every thread's, tokio's included.
 
 IMPL: ``sf.Client`` (``sf.astream(...).fold()`` / ``text_stream``, asyncio; ``sf.Client-afold``:
-``sf.afold`` of its response; latency also ``sf.Client-aevents`` and ``sf.Client-bytes``, the
-transport alone into aiohttp's minimal fold), ``httpx-sse``
+``sf.afold`` of its response; ``sf.Client-aevents``: ``sf.aevents`` of its response, read by
+read; latency also ``sf.Client-bytes``, the transport alone into aiohttp's minimal fold), ``httpx-sse``
 (httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop + aiohttp + orjson
 + a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``).
 """
@@ -150,6 +150,18 @@ async def _sf_afold(client: Any, url: str) -> str:
     return str(message.text)
 
 
+async def _sf_aevents(client: Any, url: str) -> str:
+    # Read by read: the task woken for each read that arrives (no batching).
+    import streamfold as sf
+
+    text: list[str] = []
+    async with client.stream("GET", url) as response:
+        async for event in sf.aevents(response, provider="openai"):
+            if isinstance(event, sf.BlockDelta):
+                text.append(event.text)
+    return "".join(text)
+
+
 async def _httpx_sse_fold(client: Any, url: str) -> str:
     from httpx_sse import aconnect_sse
 
@@ -211,6 +223,7 @@ def _run(impl: str, main: Any) -> Any:
 FOLDS = {
     "sf.Client": _sf_fold,
     "sf.Client-afold": _sf_afold,
+    "sf.Client-aevents": _sf_aevents,
     "httpx-sse": _httpx_sse_fold,
     "aiohttp": _aiohttp_fold,
 }

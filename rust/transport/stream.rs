@@ -72,6 +72,10 @@ struct State {
     /// Batched, where each read of the connection ended in `buf` and when it came: a reader
     /// that takes many reads at once can still tell when each arrived (`Message.timing`).
     marks: Vec<(usize, Instant)>,
+    /// Threads blocked in `wait` or `wait_head`: the condition variable is signalled only
+    /// when there is one (a reader in an event loop never blocks; each signal is a system
+    /// call).
+    waiting: u32,
 }
 
 pub struct Stream {
@@ -100,8 +104,12 @@ impl Stream {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake(&self) {
-        self.changed.notify_all();
+    /// Wake the reader: the thread blocked on the stream when there is one (`waiting`, read
+    /// under the lock), the event loop through its hub.
+    fn wake(&self, waiting: bool) {
+        if waiting {
+            self.changed.notify_all();
+        }
         if let Some(hub) = &self.hub {
             hub.notify(self.id);
         }
@@ -119,7 +127,7 @@ impl Stream {
     // -- the task's side --
 
     pub(super) fn put_head(&self, head: Result<Head, Error>) {
-        {
+        let waiting = {
             let mut state = self.lock();
             if state.closed {
                 return;
@@ -131,8 +139,9 @@ impl Stream {
                     HeadSlot::Failed(err)
                 }
             };
-        }
-        self.wake();
+            state.waiting > 0
+        };
+        self.wake(waiting);
     }
 
     /// Append `bytes`; returns whether the reader is still there.
@@ -158,9 +167,10 @@ impl Stream {
                     } else {
                         before < state.batch && state.buf.len() >= state.batch
                     };
+                    let waiting = state.waiting > 0;
                     drop(state);
                     if wake {
-                        self.wake();
+                        self.wake(waiting);
                     }
                     return true;
                 }
@@ -171,14 +181,15 @@ impl Stream {
     }
 
     pub(super) fn put_end(&self, end: Result<(), Error>) {
-        {
+        let waiting = {
             let mut state = self.lock();
             if state.closed || state.end.is_some() {
                 return;
             }
             state.end = Some(end);
-        }
-        self.wake();
+            state.waiting > 0
+        };
+        self.wake(waiting);
     }
 
     // -- the reader's side --
@@ -222,11 +233,13 @@ impl Stream {
             if now >= deadline {
                 return None;
             }
+            state.waiting += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.waiting -= 1;
         }
     }
 
@@ -263,10 +276,10 @@ impl Stream {
                 state.marks.push((end, Instant::now()));
             }
             // Lowered to bytes already waiting: their wake-up is now due.
-            !state.buf.is_empty() && state.buf.len() >= batch
+            (!state.buf.is_empty() && state.buf.len() >= batch).then_some(state.waiting > 0)
         };
-        if wake {
-            self.wake();
+        if let Some(waiting) = wake {
+            self.wake(waiting);
         }
     }
 
@@ -297,11 +310,13 @@ impl Stream {
             if now >= deadline {
                 return Read::Pending;
             }
+            state.waiting += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.waiting -= 1;
         }
     }
 
@@ -314,14 +329,15 @@ impl Stream {
     /// is closed, an HTTP/2 stream reset), so the server sees the client leave. A reader
     /// blocked in another thread wakes with `Closed`.
     pub fn close(&self) {
-        {
+        let waiting = {
             let mut state = self.lock();
             if state.closed {
                 return;
             }
             state.closed = true;
             state.buf = Vec::new();
-        }
+            state.waiting > 0
+        };
         if let Some(task) = self
             .task
             .lock()
@@ -332,7 +348,7 @@ impl Stream {
         }
         self.space.notify_one();
         // A task awaiting this stream in an event loop wakes too, and reads `Closed`.
-        self.wake();
+        self.wake(waiting);
     }
 }
 
