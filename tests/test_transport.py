@@ -648,6 +648,51 @@ async def test_a_native_fold_cut_mid_stream_has_the_partial(
     assert s.snapshot().text == partial.text
 
 
+def test_a_stall_in_the_body_is_a_read_timeout(stream_server: StreamServer) -> None:
+    # One timer serves the whole body (each read moves its deadline on): a silence as long as
+    # the timeout still ends the read, with every byte before it, and the connection.
+    rid = "native-body-stall"
+    url = stream_server.url("/stream/onecortex", rid=rid, stall=30, stall_at=200)
+    got = b""
+    with sf.Client(timeout=0.3) as client, client.stream("GET", url) as response:
+        with pytest.raises(_transport.ReadTimeout, match="read timeout") as info:
+            for chunk in response.iter_bytes():
+                got += chunk
+    assert len(got) == 200
+    assert info.value.timeout == pytest.approx(0.3)
+    assert stream_server.wait_disconnect(rid)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_an_async_stall_in_the_body_is_a_read_timeout(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/stream/onecortex", stall=30, stall_at=200)
+    got = b""
+    async with sf.Client(timeout=0.3) as client, client.stream("GET", url) as response:
+        with pytest.raises(_transport.ReadTimeout):
+            async for chunk in response.aiter_bytes():
+                got += chunk
+    assert len(got) == 200
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_slow_steady_body_outlasts_its_read_timeout(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # An event every 50 ms for a second, a read timeout of 0.4 s: the body takes longer than
+    # the timeout, each read does not; the timer set for the first read's deadline is moved on
+    # when it fires, not taken for a silence.
+    url = stream_server.url("/generate", provider="openai", n=20, event_delay=0.05)
+    async with sf.Client(timeout=0.4) as client, client.stream("GET", url) as response:
+        message = await sf.afold(response, provider="openai")
+    assert message == sf.fold([generated_stream("openai", 20)], provider="openai")
+    with sf.Client(timeout=0.4) as client, client.stream("GET", url) as response:
+        assert response.read() == generated_stream("openai", 20)
+
+
 @pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan")])
 def test_a_timeout_must_be_positive(timeout: float) -> None:
     with pytest.raises(ValueError, match="positive"):

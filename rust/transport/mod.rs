@@ -10,10 +10,15 @@ mod hub;
 mod runtime;
 mod stream;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::Stream as _;
+use tokio::time::{Instant, Sleep};
+
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 
@@ -392,9 +397,21 @@ async fn run(
     // Only the body is read from now on: the headers (whose values hold hyper's first read
     // buffer, the head's bytes), the URL and the extensions go, and an open stream holds
     // none of them.
-    let mut body = response.bytes_stream();
+    let mut body = std::pin::pin!(response.bytes_stream());
+    let mut idle = read_timeout.map(Idle::new);
     loop {
-        match within(read_timeout, "bytes", body.next()).await {
+        if let Some(idle) = &mut idle {
+            idle.since = Instant::now();
+        }
+        let next = std::future::poll_fn(|cx| {
+            if let Poll::Ready(item) = body.as_mut().poll_next(cx) {
+                return Poll::Ready(Ok(item));
+            }
+            idle.as_mut()
+                .map_or(Poll::Pending, |idle| idle.poll_expired(cx).map(Err))
+        })
+        .await;
+        match next {
             Ok(Some(Ok(bytes))) => {
                 if !stream.put(&bytes).await {
                     return;
@@ -413,5 +430,38 @@ async fn run(
                 return;
             }
         }
+    }
+}
+
+/// The read timeout of a body: one timer for all its reads. A read moves the deadline on (a
+/// time taken, `since`, rather than a timer made, or moved in the timer wheel, per read); the
+/// timer, when it fires before the deadline (reads came meanwhile), is set for the deadline.
+struct Idle {
+    limit: Duration,
+    /// When the wait for the next read began.
+    since: Instant,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Idle {
+    fn new(limit: Duration) -> Self {
+        let since = Instant::now();
+        Self {
+            limit,
+            since,
+            timer: Box::pin(tokio::time::sleep_until(since + limit)),
+        }
+    }
+
+    /// `Ready` with the timeout's error once `limit` passed since the wait began.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Error> {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let deadline = self.since + self.limit;
+            if Instant::now() >= deadline {
+                return Poll::Ready(Error::read_timeout(self.limit.as_secs_f64(), "bytes"));
+            }
+            self.timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
     }
 }
