@@ -748,6 +748,41 @@ async def test_a_task_is_woken_only_with_something_to_read(
     assert wakes["waits"] <= chunks + heads, (wakes, chunks)
 
 
+@pytest.mark.parametrize("readers", [True, False])
+def test_an_asyncio_loop_drains_the_hub_with_or_without_readers(
+    readers: bool, stream_server: StreamServer
+) -> None:
+    # asyncio drains the hub in a reader callback of the loop; a loop that has no readers
+    # (Windows' proactor) is drained by a pump task instead.
+    url = stream_server.url("/generate", provider="openai", n=20, event_delay=0.002)
+
+    from streamfold._transport._wake import current_hub
+
+    async def main() -> list[Any]:
+        if not readers:
+
+            def no_readers(*args: Any) -> None:
+                raise NotImplementedError
+
+            asyncio.get_running_loop().add_reader = no_readers  # type: ignore[method-assign]
+        async with sf.Client() as client:
+
+            async def one() -> Any:
+                async with sf.astream("GET", url, provider="openai", client=client) as s:
+                    return await s.fold()
+
+            messages = await asyncio.gather(*(one() for _ in range(5)))
+            async with client.stream("GET", url) as response:
+                chunks = [chunk async for chunk in response.aiter_bytes()]
+        assert (current_hub()._pump is None) is readers  # which of the two drained it
+        return [*messages, b"".join(chunks)]
+
+    *messages, body = asyncio.run(main())
+    expected = sf.fold([generated_stream("openai", 20)], provider="openai")
+    assert messages == [expected] * 5
+    assert body == generated_stream("openai", 20)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
 def test_a_forked_child_streams_through_a_client_of_its_parent(stream_server: StreamServer) -> None:
     # The child has the parent's memory but not its threads: the tokio runtime and the pooled
