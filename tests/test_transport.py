@@ -583,7 +583,8 @@ async def test_many_concurrent_async_streams(
 
 @pytest.fixture
 def wakes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often a task waited on the hub, and how many reads were folded from the drain."""
+    """How often a task waited on the hub, and how many reads were folded from the drain (a
+    batch's marks: a read each)."""
     from streamfold._engine.driver import FoldDriver
     from streamfold._transport import _wake
 
@@ -594,9 +595,9 @@ def wakes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["waits"] += 1
         return await wait(self, stream_id, poll)
 
-    def counting_push(self: Any, chunk: bytes, at: float) -> None:
-        counts["pushes"] += 1
-        push(self, chunk, at)
+    def counting_push(self: Any, chunk: bytes, marks: list[tuple[int, float]]) -> None:
+        counts["pushes"] += len(marks)  # the reads handed over in the batch
+        push(self, chunk, marks)
 
     monkeypatch.setattr(_wake.Hub, "wait", counting_wait)
     monkeypatch.setattr(FoldDriver, "push", counting_push)
