@@ -51,7 +51,7 @@ class Response:
         self.status_code: int = status
         self.reason_phrase: str = reason
         self.http_version: str = version
-        self.headers = Headers([(name, value.decode("latin-1")) for name, value in raw_headers])
+        self.headers = Headers(raw_headers)
         self.url: str = url
         self.extensions: dict[str, Any] = {}
         self.is_closed = False
