@@ -12,9 +12,10 @@ of the client process: it counts every thread's, tokio's included.
 
 IMPL: ``sf.Client`` (``sf.astream(...).fold()`` / ``text_stream``, asyncio; ``sf.Client-afold``:
 ``sf.afold`` of its response; ``sf.Client-aevents``: ``sf.aevents`` of its response, read by
-read; latency also ``sf.Client-bytes``, the transport alone into aiohttp's minimal fold), ``httpx-sse``
-(httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop + aiohttp + orjson
-+ a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``).
+read; latency also ``sf.Client-bytes``, the transport alone into aiohttp's minimal fold),
+``httpx-sse`` (httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop +
+aiohttp + orjson + a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an
+``httpx.AsyncClient``).
 """
 
 from __future__ import annotations

@@ -428,7 +428,7 @@ def test_response_headers_are_a_case_insensitive_mapping_keeping_repeats() -> No
 
     plain = Headers([("content-type", "text/event-stream"), ("x-id", "1")])
     assert plain["Content-Type"] == "text/event-stream"
-    assert "X-ID" in plain and "nope" not in plain and 1 not in plain
+    assert "X-ID" in plain and "nope" not in plain
     assert list(plain) == ["content-type", "x-id"] and len(plain) == 2
     assert plain.get_list("x-id") == ["1"] and plain.get_list("nope") == []
     assert plain.multi_items() == [("content-type", "text/event-stream"), ("x-id", "1")]
@@ -655,10 +655,13 @@ def test_a_stall_in_the_body_is_a_read_timeout(stream_server: StreamServer) -> N
     rid = "native-body-stall"
     url = stream_server.url("/stream/onecortex", rid=rid, stall=30, stall_at=200)
     got = b""
-    with sf.Client(timeout=0.3) as client, client.stream("GET", url) as response:
-        with pytest.raises(_transport.ReadTimeout, match="read timeout") as info:
-            for chunk in response.iter_bytes():
-                got += chunk
+    with (
+        sf.Client(timeout=0.3) as client,
+        client.stream("GET", url) as response,
+        pytest.raises(_transport.ReadTimeout, match="read timeout") as info,
+    ):
+        for chunk in response.iter_bytes():
+            got += chunk
     assert len(got) == 200
     assert info.value.timeout == pytest.approx(0.3)
     assert stream_server.wait_disconnect(rid)
@@ -765,7 +768,7 @@ def test_an_asyncio_loop_drains_the_hub_with_or_without_readers(
             def no_readers(*args: Any) -> None:
                 raise NotImplementedError
 
-            asyncio.get_running_loop().add_reader = no_readers  # type: ignore[method-assign]
+            asyncio.get_running_loop().add_reader = no_readers  # type: ignore[method-assign,assignment]
         async with sf.Client() as client:
 
             async def one() -> Any:
