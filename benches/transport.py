@@ -11,10 +11,11 @@ Each client run is a fresh process printing one JSON object. CPU is ``time.proce
 of the client process: it counts every thread's, tokio's included.
 
 IMPL: ``sf.Client`` (``sf.astream(...).fold()`` / ``text_stream``, asyncio; ``sf.Client-afold``:
-``sf.afold`` of its response; latency also ``sf.Client-aevents`` and ``sf.Client-bytes``, the
-transport alone into aiohttp's minimal fold), ``httpx-sse``
-(httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop + aiohttp + orjson
-+ a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``).
+``sf.afold`` of its response; ``sf.Client-aevents``: ``sf.aevents`` of its response, read by
+read; latency also ``sf.Client-bytes``, the transport alone into aiohttp's minimal fold),
+``httpx-sse`` (httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop +
+aiohttp + orjson + a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an
+``httpx.AsyncClient``).
 """
 
 from __future__ import annotations
@@ -150,6 +151,18 @@ async def _sf_afold(client: Any, url: str) -> str:
     return str(message.text)
 
 
+async def _sf_aevents(client: Any, url: str) -> str:
+    # Read by read: the task woken for each read that arrives (no batching).
+    import streamfold as sf
+
+    text: list[str] = []
+    async with client.stream("GET", url) as response:
+        async for event in sf.aevents(response, provider="openai"):
+            if isinstance(event, sf.BlockDelta):
+                text.append(event.text)
+    return "".join(text)
+
+
 async def _httpx_sse_fold(client: Any, url: str) -> str:
     from httpx_sse import aconnect_sse
 
@@ -211,9 +224,28 @@ def _run(impl: str, main: Any) -> Any:
 FOLDS = {
     "sf.Client": _sf_fold,
     "sf.Client-afold": _sf_afold,
+    "sf.Client-aevents": _sf_aevents,
     "httpx-sse": _httpx_sse_fold,
     "aiohttp": _aiohttp_fold,
 }
+
+
+def _io_cpu() -> float:
+    """CPU seconds of the process's threads other than the main one (tokio's for sf.Client;
+    0 where ``/proc`` has no per-thread times)."""
+    total = 0
+    tasks = Path("/proc/self/task")
+    if not tasks.exists():
+        return 0.0
+    for task in tasks.iterdir():
+        if int(task.name) == os.getpid():
+            continue
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 async def _cpu(impl: str, url: str, streams: int, events: int) -> dict[str, Any]:
@@ -224,10 +256,12 @@ async def _cpu(impl: str, url: str, streams: int, events: int) -> dict[str, Any]
         await one(client, stream_url)  # warm-up: imports, the first connection
         gc.collect()
         cpu0 = time.process_time()
+        io0 = _io_cpu()
         wall0 = time.perf_counter()
         results = await asyncio.gather(*(one(client, stream_url) for _ in range(streams)))
         wall = time.perf_counter() - wall0
         cpu = time.process_time() - cpu0
+        io = _io_cpu() - io0
     finally:
         await _close(client)
     total = streams * (events + 3)  # the role chunk, the deltas, the finish, [DONE]
@@ -237,6 +271,7 @@ async def _cpu(impl: str, url: str, streams: int, events: int) -> dict[str, Any]
         "seconds": wall,
         "cpu_seconds": cpu,
         "cpu_us_per_event": cpu / total * 1e6,
+        "other_threads_us_per_event": io / total * 1e6,
         "exact_streams": sum(1 for text in results if text == DELTA * events),
     }
 

@@ -398,6 +398,50 @@ def _wait_complete(response: Any) -> None:
     raise AssertionError("the body never arrived whole")
 
 
+def test_an_open_stream_holds_nothing_of_its_head(stream_server: StreamServer) -> None:
+    # The head is handed to Python once; from then on the core keeps none of it (nor the
+    # response's headers, whose bytes held hyper's first read buffer) while the body streams.
+    url = stream_server.url("/generate", provider="openai", n=5)
+    with sf.Client() as client, client.stream("GET", url) as response:
+        assert response.status_code == 200
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        with pytest.raises(_transport.StreamClosed, match="taken already"):
+            response._native.try_head()
+        assert response.read() == generated_stream("openai", 5)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_an_async_open_stream_holds_nothing_of_its_head(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/generate", provider="openai", n=5)
+    async with sf.Client() as client, client.stream("GET", url) as response:
+        assert response.headers["cache-control"] == "no-cache"
+        with pytest.raises(_transport.StreamClosed, match="taken already"):
+            response._native.try_head()
+        assert await response.aread() == generated_stream("openai", 5)
+
+
+def test_response_headers_are_a_case_insensitive_mapping_keeping_repeats() -> None:
+    from streamfold._transport._headers import Headers
+
+    plain = Headers([("content-type", "text/event-stream"), ("x-id", "1")])
+    assert plain["Content-Type"] == "text/event-stream"
+    assert "X-ID" in plain and "nope" not in plain
+    assert list(plain) == ["content-type", "x-id"] and len(plain) == 2
+    assert plain.get_list("x-id") == ["1"] and plain.get_list("nope") == []
+    assert plain.multi_items() == [("content-type", "text/event-stream"), ("x-id", "1")]
+    repeated = Headers([("set-cookie", "a=1"), ("Vary", "x"), ("set-cookie", "b=2")])
+    assert repeated["set-cookie"] == "a=1, b=2"
+    assert repeated.get_list("Set-Cookie") == ["a=1", "b=2"]
+    assert repeated.multi_items() == [("set-cookie", "a=1"), ("Vary", "x"), ("set-cookie", "b=2")]
+    assert repeated["vary"] == "x" and len(repeated) == 2
+    cased = Headers([("Vary", "x")])
+    assert cased.multi_items() == [("Vary", "x")] and cased["vary"] == "x"
+    assert repr(cased) == "Headers([('Vary', 'x')])"
+
+
 def test_a_read_returns_everything_that_arrived(stream_server: StreamServer) -> None:
     # The server writes each event on its own (a TCP write each): once they are all here, one
     # read hands them over together, not one call per TCP read.
@@ -539,7 +583,8 @@ async def test_many_concurrent_async_streams(
 
 @pytest.fixture
 def wakes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often a task waited on the hub, and how many reads were folded from the drain."""
+    """How often a task waited on the hub, and how many reads were folded from the drain (a
+    batch's marks: a read each)."""
     from streamfold._engine.driver import FoldDriver
     from streamfold._transport import _wake
 
@@ -550,9 +595,9 @@ def wakes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["waits"] += 1
         return await wait(self, stream_id, poll)
 
-    def counting_push(self: Any, chunk: bytes, at: float) -> None:
-        counts["pushes"] += 1
-        push(self, chunk, at)
+    def counting_push(self: Any, chunk: bytes, marks: list[tuple[int, float]]) -> None:
+        counts["pushes"] += len(marks)  # the reads handed over in the batch
+        push(self, chunk, marks)
 
     monkeypatch.setattr(_wake.Hub, "wait", counting_wait)
     monkeypatch.setattr(FoldDriver, "push", counting_push)
@@ -602,6 +647,54 @@ async def test_a_native_fold_cut_mid_stream_has_the_partial(
     assert cut_here.value.partial is not None
     assert partial.text == cut_here.value.partial.text  # every byte that arrived, folded
     assert s.snapshot().text == partial.text
+
+
+def test_a_stall_in_the_body_is_a_read_timeout(stream_server: StreamServer) -> None:
+    # One timer serves the whole body (each read moves its deadline on): a silence as long as
+    # the timeout still ends the read, with every byte before it, and the connection.
+    rid = "native-body-stall"
+    url = stream_server.url("/stream/onecortex", rid=rid, stall=30, stall_at=200)
+    got = b""
+    with (
+        sf.Client(timeout=0.3) as client,
+        client.stream("GET", url) as response,
+        pytest.raises(_transport.ReadTimeout, match="read timeout") as info,
+    ):
+        for chunk in response.iter_bytes():
+            got += chunk
+    assert len(got) == 200
+    assert info.value.timeout == pytest.approx(0.3)
+    assert stream_server.wait_disconnect(rid)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_an_async_stall_in_the_body_is_a_read_timeout(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    url = stream_server.url("/stream/onecortex", stall=30, stall_at=200)
+    got = b""
+    async with sf.Client(timeout=0.3) as client, client.stream("GET", url) as response:
+        with pytest.raises(_transport.ReadTimeout):
+            async for chunk in response.aiter_bytes():
+                got += chunk
+    assert len(got) == 200
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_slow_steady_body_outlasts_its_read_timeout(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # An event every 50 ms for a second, a read timeout of 0.4 s: the body takes longer than
+    # the timeout, each read does not; the timer set for the first read's deadline is moved on
+    # when it fires, not taken for a silence.
+    url = stream_server.url("/generate", provider="openai", n=20, event_delay=0.05)
+    async with sf.Client(timeout=0.4) as client, client.stream("GET", url) as response:
+        message = await sf.afold(response, provider="openai")
+    assert message == sf.fold([generated_stream("openai", 20)], provider="openai")
+    with sf.Client(timeout=0.4) as client, client.stream("GET", url) as response:
+        assert response.read() == generated_stream("openai", 20)
 
 
 @pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan")])
@@ -657,6 +750,41 @@ async def test_a_task_is_woken_only_with_something_to_read(
             tasks.start_soon(one)
     heads = 50
     assert wakes["waits"] <= chunks + heads, (wakes, chunks)
+
+
+@pytest.mark.parametrize("readers", [True, False])
+def test_an_asyncio_loop_drains_the_hub_with_or_without_readers(
+    readers: bool, stream_server: StreamServer
+) -> None:
+    # asyncio drains the hub in a reader callback of the loop; a loop that has no readers
+    # (Windows' proactor) is drained by a pump task instead.
+    url = stream_server.url("/generate", provider="openai", n=20, event_delay=0.002)
+
+    from streamfold._transport._wake import current_hub
+
+    async def main() -> list[Any]:
+        if not readers:
+
+            def no_readers(*args: Any) -> None:
+                raise NotImplementedError
+
+            asyncio.get_running_loop().add_reader = no_readers  # type: ignore[method-assign,assignment]
+        async with sf.Client() as client:
+
+            async def one() -> Any:
+                async with sf.astream("GET", url, provider="openai", client=client) as s:
+                    return await s.fold()
+
+            messages = await asyncio.gather(*(one() for _ in range(5)))
+            async with client.stream("GET", url) as response:
+                chunks = [chunk async for chunk in response.aiter_bytes()]
+        assert (current_hub()._pump is None) is readers  # which of the two drained it
+        return [*messages, b"".join(chunks)]
+
+    *messages, body = asyncio.run(main())
+    expected = sf.fold([generated_stream("openai", 20)], provider="openai")
+    assert messages == [expected] * 5
+    assert body == generated_stream("openai", 20)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")

@@ -269,7 +269,7 @@ class NativeHub:
     def close(self) -> None: ...
 
 #: A response's head: status, reason, HTTP version, header pairs, URL.
-_Head = tuple[int, str, str, list[tuple[str, bytes]], str]
+_Head = tuple[int, str, str, list[tuple[str, str]], str]
 
 @final
 class NativeStream:

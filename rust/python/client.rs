@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use super::errors::transport_error;
 use crate::timing::epoch_seconds;
@@ -168,15 +168,20 @@ pub struct NativeStream {
     inner: Arc<transport::Stream>,
 }
 
+/// The head as Python: `(status, reason, version, [(name, value)], url)`. A value is read as
+/// Latin-1 (every byte a character, as httpx reads them); the names, the reason and the version
+/// are interned, so the open streams share one `"content-type"` rather than each keeping its
+/// own.
 fn head_tuple<'py>(py: Python<'py>, head: &Head) -> PyResult<Bound<'py, PyTuple>> {
     let headers = PyList::empty(py);
     for (name, value) in &head.headers {
-        headers.append((name.as_str(), PyBytes::new(py, value)))?;
+        let value: String = value.iter().map(|&byte| char::from(byte)).collect();
+        headers.append((PyString::intern(py, name), value))?;
     }
     (
         head.status,
-        head.reason.as_str(),
-        head.version,
+        PyString::intern(py, &head.reason),
+        PyString::intern(py, head.version),
         headers,
         head.url.as_str(),
     )

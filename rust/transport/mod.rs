@@ -10,8 +10,14 @@ mod hub;
 mod runtime;
 mod stream;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use futures_util::Stream as _;
+use tokio::time::{Instant, Sleep};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
@@ -369,7 +375,9 @@ async fn run(
     max_redirects: usize,
     stream: &Stream,
 ) {
-    let mut response = match send(
+    // Boxed: the request's state (the largest part of this task's) is freed once the head
+    // came, rather than kept in the task for as long as the body streams.
+    let sending = Box::pin(send(
         &http,
         method,
         url,
@@ -377,9 +385,8 @@ async fn run(
         body,
         read_timeout,
         max_redirects,
-    )
-    .await
-    {
+    ));
+    let response = match sending.await {
         Ok(response) => response,
         Err(err) => {
             stream.put_head(Err(err));
@@ -387,18 +394,34 @@ async fn run(
         }
     };
     stream.put_head(Ok(head_of(&response)));
+    // Only the body is read from now on: the headers (whose values hold hyper's first read
+    // buffer, the head's bytes), the URL and the extensions go, and an open stream holds
+    // none of them.
+    let mut body = std::pin::pin!(response.bytes_stream());
+    let mut idle = read_timeout.map(Idle::new);
     loop {
-        match within(read_timeout, "bytes", response.chunk()).await {
-            Ok(Ok(Some(bytes))) => {
+        if let Some(idle) = &mut idle {
+            idle.since = Instant::now();
+        }
+        let next = std::future::poll_fn(|cx| {
+            if let Poll::Ready(item) = body.as_mut().poll_next(cx) {
+                return Poll::Ready(Ok(item));
+            }
+            idle.as_mut()
+                .map_or(Poll::Pending, |idle| idle.poll_expired(cx).map(Err))
+        })
+        .await;
+        match next {
+            Ok(Some(Ok(bytes))) => {
                 if !stream.put(&bytes).await {
                     return;
                 }
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 stream.put_end(Ok(()));
                 return;
             }
-            Ok(Err(err)) => {
+            Ok(Some(Err(err))) => {
                 stream.put_end(Err(Error::from_reqwest(&err)));
                 return;
             }
@@ -407,5 +430,38 @@ async fn run(
                 return;
             }
         }
+    }
+}
+
+/// The read timeout of a body: one timer for all its reads. A read moves the deadline on (a
+/// time taken, `since`, rather than a timer made, or moved in the timer wheel, per read); the
+/// timer, when it fires before the deadline (reads came meanwhile), is set for the deadline.
+struct Idle {
+    limit: Duration,
+    /// When the wait for the next read began.
+    since: Instant,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Idle {
+    fn new(limit: Duration) -> Self {
+        let since = Instant::now();
+        Self {
+            limit,
+            since,
+            timer: Box::pin(tokio::time::sleep_until(since + limit)),
+        }
+    }
+
+    /// `Ready` with the timeout's error once `limit` passed since the wait began.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Error> {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let deadline = self.since + self.limit;
+            if Instant::now() >= deadline {
+                return Poll::Ready(Error::read_timeout(self.limit.as_secs_f64(), "bytes"));
+            }
+            self.timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
     }
 }

@@ -26,7 +26,7 @@ pub const LAZY_BATCH: usize = 64 * 1024;
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The response's status line and headers.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Head {
     pub status: u16,
     pub reason: String,
@@ -50,9 +50,20 @@ pub enum Read {
     Pending,
 }
 
+/// The head, from the task until the reader takes it.
+#[derive(Default)]
+enum HeadSlot {
+    #[default]
+    Awaited,
+    Came(Head),
+    Failed(Error),
+    /// Handed over: the reader keeps it, the stream holds nothing of it.
+    Taken,
+}
+
 #[derive(Default)]
 struct State {
-    head: Option<Result<Head, Error>>,
+    head: HeadSlot,
     buf: Vec<u8>,
     end: Option<Result<(), Error>>,
     closed: bool,
@@ -61,6 +72,10 @@ struct State {
     /// Batched, where each read of the connection ended in `buf` and when it came: a reader
     /// that takes many reads at once can still tell when each arrived (`Message.timing`).
     marks: Vec<(usize, Instant)>,
+    /// Threads blocked in `wait` or `wait_head`: the condition variable is signalled only
+    /// when there is one (a reader in an event loop never blocks; each signal is a system
+    /// call).
+    waiting: u32,
 }
 
 pub struct Stream {
@@ -89,8 +104,12 @@ impl Stream {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake(&self) {
-        self.changed.notify_all();
+    /// Wake the reader: the thread blocked on the stream when there is one (`waiting`, read
+    /// under the lock), the event loop through its hub.
+    fn wake(&self, waiting: bool) {
+        if waiting {
+            self.changed.notify_all();
+        }
         if let Some(hub) = &self.hub {
             hub.notify(self.id);
         }
@@ -108,17 +127,21 @@ impl Stream {
     // -- the task's side --
 
     pub(super) fn put_head(&self, head: Result<Head, Error>) {
-        {
+        let waiting = {
             let mut state = self.lock();
             if state.closed {
                 return;
             }
-            if let Err(err) = &head {
-                state.end = Some(Err(err.clone()));
-            }
-            state.head = Some(head);
-        }
-        self.wake();
+            state.head = match head {
+                Ok(head) => HeadSlot::Came(head),
+                Err(err) => {
+                    state.end = Some(Err(err.clone()));
+                    HeadSlot::Failed(err)
+                }
+            };
+            state.waiting > 0
+        };
+        self.wake(waiting);
     }
 
     /// Append `bytes`; returns whether the reader is still there.
@@ -144,9 +167,10 @@ impl Stream {
                     } else {
                         before < state.batch && state.buf.len() >= state.batch
                     };
+                    let waiting = state.waiting > 0;
                     drop(state);
                     if wake {
-                        self.wake();
+                        self.wake(waiting);
                     }
                     return true;
                 }
@@ -157,47 +181,65 @@ impl Stream {
     }
 
     pub(super) fn put_end(&self, end: Result<(), Error>) {
-        {
+        let waiting = {
             let mut state = self.lock();
             if state.closed || state.end.is_some() {
                 return;
             }
             state.end = Some(end);
-        }
-        self.wake();
+            state.waiting > 0
+        };
+        self.wake(waiting);
     }
 
     // -- the reader's side --
 
-    /// The head, once it came (`None`: not yet).
-    pub fn try_head(&self) -> Option<Result<Head, Error>> {
-        let state = self.lock();
+    /// The head, handed over once: the stream keeps nothing of it (`None`: not come yet).
+    fn take_head(state: &mut State) -> Option<Result<Head, Error>> {
         if state.closed {
             return Some(Err(Error::new(Kind::Closed, "the response was closed")));
         }
-        state.head.clone()
+        match std::mem::replace(&mut state.head, HeadSlot::Taken) {
+            HeadSlot::Came(head) => Some(Ok(head)),
+            HeadSlot::Awaited => {
+                state.head = HeadSlot::Awaited;
+                None
+            }
+            HeadSlot::Failed(err) => {
+                state.head = HeadSlot::Failed(err.clone());
+                Some(Err(err))
+            }
+            HeadSlot::Taken => Some(Err(Error::new(
+                Kind::Closed,
+                "the response's head was taken already",
+            ))),
+        }
     }
 
-    /// Wait up to `timeout` for the head.
+    /// The head once it came, handed over (`None`: not yet); a second call is refused.
+    pub fn try_head(&self) -> Option<Result<Head, Error>> {
+        Self::take_head(&mut self.lock())
+    }
+
+    /// Wait up to `timeout` for the head, and hand it over as `try_head`.
     pub fn wait_head(&self, timeout: Duration) -> Option<Result<Head, Error>> {
         let deadline = Instant::now() + timeout;
         let mut state = self.lock();
         loop {
-            if state.closed {
-                return Some(Err(Error::new(Kind::Closed, "the response was closed")));
-            }
-            if let Some(head) = &state.head {
-                return Some(head.clone());
+            if let Some(head) = Self::take_head(&mut state) {
+                return Some(head);
             }
             let now = Instant::now();
             if now >= deadline {
                 return None;
             }
+            state.waiting += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.waiting -= 1;
         }
     }
 
@@ -234,10 +276,10 @@ impl Stream {
                 state.marks.push((end, Instant::now()));
             }
             // Lowered to bytes already waiting: their wake-up is now due.
-            !state.buf.is_empty() && state.buf.len() >= batch
+            (!state.buf.is_empty() && state.buf.len() >= batch).then_some(state.waiting > 0)
         };
-        if wake {
-            self.wake();
+        if let Some(waiting) = wake {
+            self.wake(waiting);
         }
     }
 
@@ -268,11 +310,13 @@ impl Stream {
             if now >= deadline {
                 return Read::Pending;
             }
+            state.waiting += 1;
             state = self
                 .changed
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.waiting -= 1;
         }
     }
 
@@ -285,14 +329,15 @@ impl Stream {
     /// is closed, an HTTP/2 stream reset), so the server sees the client leave. A reader
     /// blocked in another thread wakes with `Closed`.
     pub fn close(&self) {
-        {
+        let waiting = {
             let mut state = self.lock();
             if state.closed {
                 return;
             }
             state.closed = true;
             state.buf = Vec::new();
-        }
+            state.waiting > 0
+        };
         if let Some(task) = self
             .task
             .lock()
@@ -303,7 +348,7 @@ impl Stream {
         }
         self.space.notify_one();
         // A task awaiting this stream in an event loop wakes too, and reads `Closed`.
-        self.wake();
+        self.wake(waiting);
     }
 }
 

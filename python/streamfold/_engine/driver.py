@@ -155,21 +155,29 @@ class FoldDriver:
                 return folding
             events = pipeline.feed_folded(rest)
 
-    def push(self, chunk: bytes, at: float) -> None:
-        """Fold one read handed over by its source (a native response, from the event loop's
-        drain), as the loops of ``fold`` and ``afold`` fold each read they pull; it came at
-        ``at`` (``ReadClock.pin``), since the source hands reads over in batches."""
-        self._clock.pin(at)
-        folding = self._folding
-        frames: list[Any] | ProtocolError | None = None
-        if folding is not None:
-            try:
-                frames = folding(chunk)
-            except ProtocolError as exc:
-                frames = exc
-            if frames is not None and not frames:
-                return
-        self._folding = self.step(chunk, frames)
+    def push(self, chunk: bytes, marks: Sequence[tuple[int, float]]) -> None:
+        """Fold the reads a source handed over in one batch (a native response, from the event
+        loop's drain), each as the loops of ``fold`` and ``afold`` fold a read they pull:
+        ``marks`` says where each read ends in ``chunk`` and when it came (``ReadClock.pin``),
+        so that the fold's timing counts the connection's reads. One call per batch, the
+        reads looped over here."""
+        pin = self._clock.pin
+        step = self.step
+        start = 0
+        for end, at in marks:
+            piece = chunk[start:end]
+            start = end
+            pin(at)
+            folding = self._folding
+            frames: list[Any] | ProtocolError | None = None
+            if folding is not None:
+                try:
+                    frames = folding(piece)
+                except ProtocolError as exc:
+                    frames = exc
+                if frames is not None and not frames:
+                    continue
+            self._folding = step(piece, frames)
 
     def __call__(self, events: Sequence[Event]) -> None:
         if not events:

@@ -194,10 +194,10 @@ class _NativeBody:
         self._seen += len(chunk)
         return chunk
 
-    async def pump(self, feed: Callable[[bytes, float], object]) -> None:
-        def counted(chunk: bytes, at: float) -> None:
+    async def pump(self, feed: Callable[[bytes, list[tuple[int, float]]], object]) -> None:
+        def counted(chunk: bytes, marks: list[tuple[int, float]]) -> None:
             self._seen += len(chunk)
-            feed(chunk, at)
+            feed(chunk, marks)
 
         try:
             await self._response.apump(counted)

@@ -51,7 +51,7 @@ class Response:
         self.status_code: int = status
         self.reason_phrase: str = reason
         self.http_version: str = version
-        self.headers = Headers([(name, value.decode("latin-1")) for name, value in raw_headers])
+        self.headers = Headers(raw_headers)
         self.url: str = url
         self.extensions: dict[str, Any] = {}
         self.is_closed = False
@@ -101,13 +101,14 @@ class Response:
             chunk = await hub.wait(native.id, native.try_read)
         return chunk
 
-    async def apump(self, feed: Callable[[bytes, float], object]) -> None:
-        """Hand the body to ``feed`` from the loop's drain, in the pump, until it ends: the
-        calling task sleeps meanwhile and is woken once, at the end (or when the connection
-        fails or ``feed`` raises, which this then raises). Nothing of the body is seen before
-        its end, so the core hands it over in batches of up to 64 KiB rather than read by
-        read; ``feed`` still gets each read of the connection with the time it came (epoch
-        seconds, ``ReadClock.pin``), so that the fold's timing is the connection's."""
+    async def apump(self, feed: Callable[[bytes, list[tuple[int, float]]], object]) -> None:
+        """Hand the body to ``feed`` from the loop's drain, until it ends: the calling task
+        sleeps meanwhile and is woken once, at the end (or when the connection fails or
+        ``feed`` raises, which this then raises). Nothing of the body is seen before its end,
+        so the core hands it over in batches of up to 64 KiB rather than read by read, a call
+        of ``feed`` each; with each batch, ``[(end, at)]``: where each read of the connection
+        ends in it and when it came (epoch seconds, ``ReadClock.pin``), so that the fold's
+        timing is the connection's."""
         native = self._native
         hub = self._hub
         if hub is None:
@@ -121,10 +122,7 @@ class Response:
                     chunk, marks = read
                     if not chunk:
                         return True
-                    start = 0
-                    for end, at in marks:
-                        feed(chunk[start:end], at)
-                        start = end
+                    feed(chunk, marks)
             except BaseException as exc:  # raised in the task, not in the pump
                 failure.append(exc)
                 return True

@@ -2,10 +2,13 @@
 or trio, with nothing loop-specific in Rust.
 
 Each running loop has one hub: a socket pair whose write end the core writes a byte to when
-any of the loop's streams has something new. One pump task per loop waits for the socket to
-be readable, drains the hub (the ids of every stream ready at that moment) and wakes the tasks
-waiting on those streams: one wake-up of the loop however many streams and TCP reads there
-were. The pump runs only while some task waits.
+any of the loop's streams has something new. When the socket is readable the hub drains (the
+ids of every stream ready at that moment) and wakes the tasks waiting on those streams: one
+wake-up of the loop however many streams and TCP reads there were. Under asyncio the drain is
+a reader callback of the loop's (``loop.add_reader``: no task, no future, no change to the
+loop's selector per wake-up); where the loop has no readers (Windows' proactor), and under
+trio, a pump task waits for the socket instead. Either runs only while some task waits or a
+stream is open.
 """
 
 from __future__ import annotations
@@ -40,8 +43,11 @@ class Hub:
         #: answer or the error).
         self._waiters: dict[int, tuple[Callable[[], Any], Callable[[Any, Any], None]]] = {}
         self._running = False
-        #: The asyncio pump task (a reference: the loop holds only a weak one).
+        #: The asyncio pump task (a reference: the loop holds only a weak one), where the loop
+        #: cannot call a reader back.
         self._pump: Any = None
+        #: The asyncio loop calling ``_readable`` back, while it does.
+        self._reading: Any = None
         self._closed = False
         #: Streams open on this hub: the pump keeps running while there is one, rather than
         #: being started again after every drain that left no task waiting.
@@ -59,6 +65,7 @@ class Hub:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._stop_reading()
             self.native.close()
             self._reader.close()
 
@@ -89,7 +96,11 @@ class Hub:
         self._waiters[stream_id] = entry
         if not self._running:
             self._running = True
-            self._pump = loop.create_task(self._pump_asyncio(loop))
+            try:
+                loop.add_reader(self._reader.fileno(), self._readable)
+                self._reading = loop
+            except NotImplementedError:  # a loop without readers: Windows' proactor
+                self._pump = loop.create_task(self._pump_asyncio(loop))
         try:
             return await future
         finally:
@@ -137,6 +148,21 @@ class Hub:
             if value is not None:
                 del waiters[stream_id]
                 deliver(value, None)
+
+    def _readable(self) -> None:
+        """The loop's reader callback: drain, then stop reading once nobody needs it."""
+        self._drain_socket()
+        self._dispatch()
+        if not (self._waiters or self._open) or self._closed:
+            self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        loop = self._reading
+        if loop is not None:
+            self._reading = None
+            self._running = False
+            if not loop.is_closed():
+                loop.remove_reader(self._reader.fileno())
 
     async def _pump_asyncio(self, loop: Any) -> None:
         try:
