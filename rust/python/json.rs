@@ -15,6 +15,7 @@ use pyo3::IntoPyObjectExt;
 
 use super::errors::json_error;
 use super::sse::parse_json;
+use super::template::CutText;
 use crate::json::{Accumulator, ErrorKind, Events, JsonError, Literal, Scanner};
 use crate::surrogates;
 
@@ -867,12 +868,8 @@ pub struct JsonAccumulator {
 }
 
 impl JsonAccumulator {
-    /// `push`, for the decoder's folding path too (a tool call's argument fragments).
-    pub(super) fn push_fragment(
-        &self,
-        py: Python<'_>,
-        fragment: &Bound<'_, PyString>,
-    ) -> PyResult<()> {
+    /// `push`.
+    fn push_fragment(&self, py: Python<'_>, fragment: &Bound<'_, PyString>) -> PyResult<()> {
         let mut inner = self.lock(py)?;
         if inner.high.is_none() && inner.tail.is_empty() {
             if let Ok(text) = fragment.to_str() {
@@ -919,18 +916,19 @@ impl JsonAccumulator {
         Err(json_error(py, &error))
     }
 
-    /// `push` of a fragment of printable ASCII the folding path cut from a frame: no `str` is
-    /// made of it unless the accumulator holds a half character or has refused text already.
-    pub(super) fn push_ascii(&self, py: Python<'_>, bytes: &[u8]) -> PyResult<Option<()>> {
-        let mut inner = self.lock(py)?;
-        if inner.high.is_some() || !inner.tail.is_empty() {
-            return Ok(None);
+    /// Push what the decoder's folding path cut from a frame: printable ASCII straight from
+    /// the frame's bytes, with no `str` made, unless a half character waits or text was
+    /// refused already (then, as any fragment, through `push_fragment`).
+    pub(super) fn take(&self, py: Python<'_>, text: &CutText<'_, '_>) -> PyResult<()> {
+        if let CutText::Ascii(bytes) = text {
+            let mut inner = self.lock(py)?;
+            if inner.high.is_none() && inner.tail.is_empty() {
+                if let Ok(ascii) = std::str::from_utf8(bytes) {
+                    return inner.acc.push(ascii).map_err(|e| json_error(py, &e));
+                }
+            }
         }
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            return Ok(None);
-        };
-        inner.acc.push(text).map_err(|e| json_error(py, &e))?;
-        Ok(Some(()))
+        self.push_fragment(py, &text.to_str(py))
     }
 
     fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, Inner>> {

@@ -792,16 +792,7 @@ impl Sink {
             Sink::Events { .. } => Ok(true),
             Sink::Text(buffer) => buffer.get().take(py, text).map(|()| true),
             Sink::Accumulator { acc, refused } => {
-                let acc = acc.get();
-                let pushed = match &text {
-                    CutText::Ascii(bytes) => acc.push_ascii(py, bytes).transpose(),
-                    CutText::Str(_) => None,
-                };
-                let pushed = match pushed {
-                    Some(pushed) => pushed,
-                    None => acc.push_fragment(py, &text.to_str(py)),
-                };
-                Self::refuse(py, pushed, refused, &text)
+                Self::refuse(py, acc.get().take(py, &text), refused, &text)
             }
             Sink::Call { push, refused } => {
                 let pushed = push.bind(py).call1((text.to_str(py),)).map(drop);
@@ -1281,8 +1272,8 @@ impl SSEDecoder {
 
     /// The folding path: from now on, `feed_folding` hands the text of each frame of type
     /// `event` whose data `cut` reads to the fold instead of returning the frame: appended to
-    /// `sink` when it is a `TextBuffer` (a text block's), else `sink(text)` (a tool call's
-    /// `push`), and `refused(text, error)` when that raises. The first frame that is not such
+    /// `sink` when it is a `TextBuffer` (a text block's), pushed when it is a `JsonAccumulator`
+    /// (a tool call's), else `sink(text)`, and `refused(text, error)` when that raises. The first frame that is not such
     /// a frame disarms it and is returned, since handling it may change where text goes; the
     /// rest of its read waits for `resume`. A `NumberedCut` reads only frames numbered above
     /// `sequence` and the number before them (see `take_folded`).

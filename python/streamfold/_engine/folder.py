@@ -706,7 +706,7 @@ class Folder:
             b.push = call.reject(fragment, exc)
 
         # The accumulator itself, which the decoder pushes to without a Python call.
-        return (call.acc if call.broken is None and call.acc is not None else b.push), refused
+        return (b.push if call.broken is not None else call.acc), refused
 
     @property
     def room(self) -> int:
