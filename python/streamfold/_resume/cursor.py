@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +161,7 @@ class Resumer:
         max_reconnects: int,
         initial_delay: float,
         max_delay: float,
+        events_path: bool = False,
     ) -> None:
         if max_reconnects < 0:
             raise ValueError("max_reconnects must be >= 0")
@@ -172,6 +174,13 @@ class Resumer:
         #: The fold's clock, which each connection's pipeline marks its reads on.
         self.clock: ReadClock | None = None
         self.max_reconnects = max_reconnects
+        #: Every frame goes through ``_keep``, which remembers what a reconnection would
+        #: replay. A stream that never reconnects needs none of it: its reads take the
+        #: events path (``Pipeline.arm_events``: text deltas made in Rust, no Python frame),
+        #: when the driver allows it (``events_path``: no other thread reads its state).
+        self.tracking = max_reconnects > 0 or not events_path
+        #: The events path's read, armed after each read the pipeline ran in Python.
+        self._reading: Callable[[bytes], Any] | None = None
         self.initial_delay = initial_delay
         self.max_delay = max_delay
         self.attempt = 0
@@ -232,6 +241,7 @@ class Resumer:
         catch-up) as the stream's first connection: their events, then ``delay=0`` to go on
         with the live stream from their highest sequence, or the end (the run ended in them).
         """
+        self.tracking = True  # the live stream that follows is a reconnection: it replays
         pipeline = self.start()
         self.pipeline = None
         frames = json_body_frames(body, self.provider)
@@ -269,11 +279,12 @@ class Resumer:
         self.lead_over = False
         params = _SEQUENCE_PARAMS.get(self.name)
         self.sequence_key = params[1] if params is not None else None
+        self._reading = None
         self.pipeline = Pipeline(
             self.provider,
             strict=self.strict,
             max_event_bytes=self.max_event_bytes,
-            frame_filter=self._keep,
+            frame_filter=self._keep if self.tracking else None,
         )
         self.pipeline.produced = self.produced
         self.pipeline.clock = self.clock
@@ -361,6 +372,7 @@ class Resumer:
         self, idle_timeout: float, waiting_for: str, cause: BaseException | None = None
     ) -> IdleTimeoutError:
         """``IdleTimeoutError`` for a silence now: the provider, and where the stream stood."""
+        self._settle()
         error = IdleTimeoutError.silence(
             self.name,
             idle_timeout,
@@ -387,15 +399,48 @@ class Resumer:
                 self.after_id = _Run()
 
     def feed(self, chunk: bytes) -> list[AnyEvent]:
-        assert self.pipeline is not None
+        pipeline = self.pipeline
+        assert pipeline is not None
         self.bytes_seen += len(chunk)
-        events = self.pipeline.feed(chunk)
-        if self.pipeline.pending is None:
-            self._after_chunks(self.pipeline)
+        reading = self._reading
+        if reading is None:
+            events = pipeline.feed(chunk)
+        else:
+            # As ``sf.aevents`` reads: the read whole in Rust when it holds only the deltas
+            # the path makes, else those deltas and the rest of its frames in Python.
+            read: Any
+            try:
+                read = reading(chunk)
+            except ProtocolError as exc:
+                read = exc
+            clock = self.clock
+            if clock is not None and read is not None:
+                clock.arrive()  # (``events_step`` of a read the path refused marks it)
+            if read.__class__ is tuple and not read[1]:
+                made: list[AnyEvent] = read[0]
+                return made
+            events = pipeline.events_step(chunk, read)
+        if pipeline.pending is None:
+            self._after_chunks(pipeline)
+            if not self.tracking:
+                self._reading = pipeline.arm_events()
         return events
+
+    def _settle(self) -> None:
+        """Count what the events path read (frames, the last SSE id) into the stream's
+        state, which ``_keep`` keeps for every frame of a tracked stream."""
+        pipeline = self.pipeline
+        if self.tracking or pipeline is None:
+            return
+        pipeline.disarm()
+        self._reading = None
+        self._after_chunks(pipeline)
+        self.frames = pipeline.frames_seen
+        self.progress = self.frames > 0
 
     def end(self, error: BaseException | None, *, connected: bool) -> _Ending:
         """The connection ended (``error`` is None for a clean end of the body)."""
+        self._settle()
         pipeline, self.pipeline = self.pipeline, None
         events: list[AnyEvent] = []
         if error is not None and not self._retryable(error, connected=connected):

@@ -271,6 +271,9 @@ def timed_events(
         max_reconnects=max_reconnects,
         initial_delay=initial_delay,
         max_delay=max_delay,
+        # Not with ``idle_timeout``: the silence may be told by the reader's thread
+        # (``_ThreadedReader``), which must find the state as the frames left it.
+        events_path=idle_timeout is None,
     )
     core.clock = clock
     if catch_up is not None:
@@ -529,6 +532,7 @@ async def atimed_events(
         max_reconnects=max_reconnects,
         initial_delay=initial_delay,
         max_delay=max_delay,
+        events_path=True,
     )
     core.clock = clock
     if catch_up is not None:
@@ -550,7 +554,11 @@ async def atimed_events(
                 pipeline = core.start()
                 while True:
                     try:
-                        chunk = await _next_chunk(chunks, idle_timeout, core)
+                        chunk = await (
+                            chunks.__anext__()
+                            if idle_timeout is None
+                            else _next_chunk(chunks, idle_timeout, core)
+                        )
                     except StopAsyncIteration:
                         break
                     connected = True
