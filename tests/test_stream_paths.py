@@ -36,7 +36,7 @@ def _read(url: str, provider: ProviderName, options: dict[str, Any]) -> tuple[An
         except sf.StreamfoldError as exc:
             return events, type(exc).__name__, str(exc), getattr(exc, "partial", None)
         message = s.fold()
-    return events, "ok", message, message.timing.reads > 0
+    return events, "ok", message, message.timing is not None and message.timing.reads > 0
 
 
 async def _aread(url: str, provider: ProviderName, options: dict[str, Any]) -> tuple[Any, ...]:
@@ -49,7 +49,7 @@ async def _aread(url: str, provider: ProviderName, options: dict[str, Any]) -> t
         except sf.StreamfoldError as exc:
             return events, type(exc).__name__, str(exc), getattr(exc, "partial", None)
         message = await s.fold()
-    return events, "ok", message, message.timing.reads > 0
+    return events, "ok", message, message.timing is not None and message.timing.reads > 0
 
 
 def _cases() -> list[tuple[str, ProviderName, bytes]]:
