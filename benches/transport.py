@@ -225,6 +225,7 @@ FOLDS = {
     "sf.Client": _sf_fold,
     "sf.Client-afold": _sf_afold,
     "sf.Client-aevents": _sf_aevents,
+    "sf.Client-uvloop": _sf_fold,
     "httpx-sse": _httpx_sse_fold,
     "aiohttp": _aiohttp_fold,
 }
@@ -382,6 +383,7 @@ async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, 
     one = {
         "sf.Client": sf_one,
         "sf.Client-aevents": sf_events_one,
+        "sf.Client-uvloop": sf_one,
         "sf.Client-bytes": sf_bytes_one,
         "aiohttp": aiohttp_one,
     }[impl]

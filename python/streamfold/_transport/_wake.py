@@ -29,8 +29,11 @@ _RECV = 4096
 class Hub:
     """The wake-ups of one event loop."""
 
-    def __init__(self, library: str) -> None:
+    def __init__(self, library: str, loop: Any = None) -> None:
         self._library = library
+        #: The asyncio loop this hub belongs to (one hub per loop), whose futures its tasks
+        #: wait on.
+        self._loop = loop
         self._reader, writer = socket.socketpair()
         self._reader.setblocking(False)
         try:
@@ -39,9 +42,9 @@ class Hub:
             self.native = NativeHub(writer.dup().detach())
         finally:
             writer.close()
-        #: stream id -> (what to ask when the core names it, how to hand its task the
-        #: answer or the error).
-        self._waiters: dict[int, tuple[Callable[[], Any], Callable[[Any, Any], None]]] = {}
+        #: stream id -> (what to ask when the core names it, the future its task awaits: an
+        #: asyncio one, or a ``_TrioWaiter``).
+        self._waiters: dict[int, tuple[Callable[[], Any], Any]] = {}
         self._running = False
         #: The asyncio pump task (a reference: the loop holds only a weak one), where the loop
         #: cannot call a reader back.
@@ -79,20 +82,9 @@ class Hub:
         return await self._wait_asyncio(stream_id, poll)
 
     async def _wait_asyncio(self, stream_id: int, poll: Callable[[], Any]) -> Any:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def deliver(value: Any, error: BaseException | None) -> None:
-            if future.done():  # cancelled meanwhile
-                return
-            if error is None:
-                future.set_result(value)
-            else:
-                future.set_exception(error)
-
-        entry = (poll, deliver)
+        loop = self._loop
+        future = loop.create_future()
+        entry = (poll, future)
         self._waiters[stream_id] = entry
         if not self._running:
             self._running = True
@@ -110,27 +102,20 @@ class Hub:
     async def _wait_trio(self, stream_id: int, poll: Callable[[], Any]) -> Any:
         import trio
 
-        event = trio.Event()
-        box: list[Any] = []
-
-        def deliver(value: Any, error: BaseException | None) -> None:
-            box[:] = [value, error]
-            event.set()
-
-        entry = (poll, deliver)
+        waiter = _TrioWaiter(trio.Event())
+        entry = (poll, waiter)
         self._waiters[stream_id] = entry
         if not self._running:
             self._running = True
             trio.lowlevel.spawn_system_task(self._pump_trio)
         try:
-            await event.wait()
+            await waiter.event.wait()
         finally:
             if self._waiters.get(stream_id) is entry:
                 del self._waiters[stream_id]
-        value, error = box
-        if error is not None:
-            raise error
-        return value
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.value
 
     def _dispatch(self) -> None:
         waiters = self._waiters
@@ -138,16 +123,18 @@ class Hub:
             entry = waiters.get(stream_id)
             if entry is None:
                 continue
-            poll, deliver = entry
+            poll, future = entry
             try:
                 value = poll()
             except Exception as exc:  # the waiting task's to raise
                 del waiters[stream_id]
-                deliver(None, exc)
+                if not future.done():  # (cancelled meanwhile)
+                    future.set_exception(exc)
                 continue
             if value is not None:
                 del waiters[stream_id]
-                deliver(value, None)
+                if not future.done():
+                    future.set_result(value)
 
     def _readable(self) -> None:
         """The loop's reader callback: drain, then stop reading once nobody needs it."""
@@ -194,6 +181,29 @@ class Hub:
             pass
 
 
+class _TrioWaiter:
+    """What ``_dispatch`` hands a trio task its read through: an asyncio future's three
+    methods over a ``trio.Event``."""
+
+    __slots__ = ("error", "event", "value")
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def done(self) -> bool:
+        return bool(self.event.is_set())
+
+    def set_result(self, value: Any) -> None:
+        self.value = value
+        self.event.set()
+
+    def set_exception(self, error: BaseException) -> None:
+        self.error = error
+        self.event.set()
+
+
 def _library() -> str:
     trio = sys.modules.get("trio")
     if trio is not None:
@@ -229,7 +239,7 @@ def current_hub() -> Hub:
     loop = asyncio.get_running_loop()
     found = _asyncio_hubs.get(loop)
     if found is None or found._closed:
-        found = Hub("asyncio")
+        found = Hub("asyncio", loop)
         _asyncio_hubs[loop] = found
         weakref.finalize(loop, found.close)
     return found
