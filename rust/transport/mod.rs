@@ -413,6 +413,7 @@ async fn run(
         .await;
         match next {
             Ok(Some(Ok(bytes))) => {
+                runtime::note_read();
                 if !stream.put(&bytes).await {
                     return;
                 }
