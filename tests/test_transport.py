@@ -576,12 +576,12 @@ def test_work_given_while_the_io_thread_coalesces_is_not_stranded(
                 next(response.iter_bytes())  # a read: the I/O thread now coalesces
                 done = threading.Event()
 
-                def fold(done: threading.Event) -> None:
+                def fold() -> None:
                     with sf.stream("GET", url, provider="openai", client=client) as s:
                         results.append(s.fold())
                     done.set()
 
-                threading.Thread(target=fold, args=(done,), daemon=True).start()
+                threading.Thread(target=fold, daemon=True).start()
                 assert done.wait(10), "a request started meanwhile never ran"
             assert stream_server.wait_disconnect(rid, 2.0)
     assert results == [EXPECTED] * 50
