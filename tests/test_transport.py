@@ -560,33 +560,6 @@ def test_threads_share_one_client(stream_server: StreamServer) -> None:
     assert results == [EXPECTED] * 80
 
 
-def test_work_given_while_the_io_thread_coalesces_is_not_stranded(
-    stream_server: StreamServer,
-) -> None:
-    # After a read the I/O thread waits a moment before it sleeps (`runtime::coalesce`). A
-    # request started, or a stream closed, from another thread in that moment must still be
-    # taken up, though no network event follows to wake the thread: the held stream is silent.
-    url = stream_server.url("/generate", provider="openai", n=N_EVENTS)
-    results: list[sf.Message] = []
-    with sf.Client() as client:
-        for i in range(50):
-            rid = f"native-coalesce-{i}"
-            held = stream_server.url("/stream/onecortex", rid=rid, stall=30, stall_at=200)
-            with client.stream("GET", held) as response:
-                next(response.iter_bytes())  # a read: the I/O thread now coalesces
-                done = threading.Event()
-
-                def fold() -> None:
-                    with sf.stream("GET", url, provider="openai", client=client) as s:
-                        results.append(s.fold())
-                    done.set()
-
-                threading.Thread(target=fold, daemon=True).start()
-                assert done.wait(10), "a request started meanwhile never ran"
-            assert stream_server.wait_disconnect(rid, 2.0)
-    assert results == [EXPECTED] * 50
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_many_concurrent_async_streams(

@@ -400,7 +400,6 @@ async fn run(http: reqwest::Client, outgoing: Box<Outgoing>, stream: Arc<Stream>
         .await;
         match next {
             Ok(Some(Ok(bytes))) => {
-                runtime::note_read();
                 if !stream.put(&bytes).await {
                     return;
                 }

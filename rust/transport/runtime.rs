@@ -1,8 +1,6 @@
 //! The one tokio runtime of the process, started on first use.
 
-use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
@@ -39,7 +37,6 @@ pub fn runtime() -> std::io::Result<Arc<Runtime>> {
         Builder::new_multi_thread()
             .worker_threads(worker_threads())
             .thread_name("streamfold-io")
-            .on_thread_park(coalesce)
             .enable_all()
             .build()?,
     );
@@ -47,35 +44,4 @@ pub fn runtime() -> std::io::Result<Arc<Runtime>> {
         std::mem::forget(parent);
     }
     Ok(runtime)
-}
-
-/// How long a worker that has just handed on body bytes waits before it sleeps in the kernel's
-/// poll: what arrives meanwhile is taken in one wake-up, each connection's in one read, rather
-/// than a wake-up (a context switch each way) and a read every few events. At 1,000 streams of
-/// one event per write this is a fifth of the context switches and a sixth of the `recv` calls,
-/// the I/O thread's CPU per event down by about two fifths (`benches/transport.py cpu`). An
-/// event that arrives in the window waits at most this much more: a fraction of the event
-/// loop's own latency at that load (`benches/transport.py latency`).
-const COALESCE: Duration = Duration::from_micros(200);
-
-thread_local! {
-    /// Body chunks this worker has handed on since it last slept.
-    static READS: Cell<u32> = const { Cell::new(0) };
-}
-
-/// A body chunk was handed on (called by the task that read it, on its worker).
-pub fn note_read() {
-    READS.with(|reads| reads.set(reads.get().saturating_add(1)));
-}
-
-/// Tokio calls this before a worker sleeps: when it woke for body bytes, it waits `COALESCE`
-/// first. A worker woken for anything else (a timer, a request started) sleeps at once, so an
-/// idle process pays nothing. Work given from another thread meanwhile is not stranded: tokio
-/// counts the worker as still searching until after this returns, leaves that work to it, and
-/// the last worker to stop searching looks at the queues once more before it sleeps
-/// (`tests/test_transport.py`, `..._is_not_stranded`).
-fn coalesce() {
-    if READS.with(|reads| reads.replace(0)) > 0 {
-        std::thread::sleep(COALESCE);
-    }
 }
