@@ -416,7 +416,7 @@ class Resumer:
             clock = self.clock
             if clock is not None and read is not None:
                 clock.arrive()  # (``events_step`` of a read the path refused marks it)
-            if read.__class__ is tuple and not read[1]:
+            if isinstance(read, tuple) and not read[1]:
                 made: list[AnyEvent] = read[0]
                 return made
             events = pipeline.events_step(chunk, read)
