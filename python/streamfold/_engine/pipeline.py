@@ -106,6 +106,7 @@ class Pipeline:
         "_decoder",
         "_diagnosis",
         "_max_event_bytes",
+        "_reading",
         "_sniff",
         "_sniff_bom",
         "_sniff_errors",
@@ -173,6 +174,8 @@ class Pipeline:
         #: The decoder's folding path is armed (``arm``): the chunks go to its
         #: ``feed_folding``, and the counts here lag until ``catch_up``.
         self._armed = False
+        #: ``read_events``' events path, armed after each read run in Python.
+        self._reading: Callable[[Any], tuple[list[AnyEvent], list[Any]] | None] | None = None
         #: Told how many characters of text the folding path handed to the fold, before
         #: anything else is read (the fold's ``Folder.took``, for ``max_message_bytes``).
         self.on_folded: Callable[[int], None] | None = None
@@ -276,9 +279,11 @@ class Pipeline:
         cannot be armed (see ``arm``)."""
         # The events' ``produced`` is read from the events (``_note_content``): the Rust-made
         # deltas are only ever text after some, so the path waits for the first.
-        target = self.provider.folding_target()
         decoder = self._armable()
-        if target is None or decoder is None or TEXT_DELTA_BUILDER is None or not self.produced:
+        if decoder is None or TEXT_DELTA_BUILDER is None or not self.produced:
+            return None
+        target = self.provider.folding_target()
+        if target is None:
             return None
         cut, event, choice, block, kind = target
         decoder.arm_events(
@@ -302,6 +307,29 @@ class Pipeline:
             return made + self.feed_folded(read)
         made, frames = read
         return made + self.feed_folded(frames) if frames else made
+
+    def read_events(self, chunk: Any) -> list[AnyEvent]:
+        """One chunk's events, on the events path wherever it can be armed (``arm_events``):
+        the read whole in Rust when it holds only the deltas the path makes, else those
+        deltas and the rest of its frames in Python (``events_step``), after which the path
+        is armed again. Check ``pending`` afterwards."""
+        reading = self._reading
+        if reading is None:
+            events = self.feed(chunk)
+        else:
+            read: tuple[list[AnyEvent], list[Any]] | ProtocolError | None
+            try:
+                read = reading(chunk)
+            except ProtocolError as exc:
+                read = exc
+            if read is not None and self.clock is not None:
+                self.clock.arrive()  # (a read the path refused is marked by ``feed``)
+            if isinstance(read, tuple) and not read[1]:
+                return read[0]
+            events = self.events_step(chunk, read)
+        if self.pending is None:
+            self._reading = self.arm_events()
+        return events
 
     def _armable(self) -> SSEDecoder | None:
         """The SSE decoder, when its folding path may be armed: no error pending, and no
@@ -363,6 +391,7 @@ class Pipeline:
         return out
 
     def disarm(self) -> None:
+        self._reading = None
         if self._armed:
             self._armed = False
             self.catch_up()

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 from .._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, Pipeline
-from .._errors import ProtocolError
 from .._events import AnyEvent
 from .._io.source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunks
 from .._types import ProviderName
@@ -35,23 +34,10 @@ def events(
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
-            step = pipeline.events_step
-            reading = None
+            read_events = pipeline.read_events
             for chunk in byte_iter:
-                read = None
-                if reading is not None:
-                    # The read this exists for: text deltas made in Rust, one call.
-                    try:
-                        read = reading(chunk)
-                    except ProtocolError as exc:
-                        read = exc
-                    else:
-                        if read is not None and not read[1]:
-                            yield from read[0]
-                            continue
-                yield from step(chunk, read)
+                yield from read_events(chunk)
                 pipeline.raise_pending()
-                reading = pipeline.arm_events()
             yield from pipeline.close()
             pipeline.raise_pending()
             _check_terminal(pipeline)
@@ -73,24 +59,11 @@ async def aevents(
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     try:
         async with async_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
-            step = pipeline.events_step
-            reading = None
+            read_events = pipeline.read_events
             async for chunk in byte_iter:
-                read = None
-                if reading is not None:
-                    try:
-                        read = reading(chunk)
-                    except ProtocolError as exc:
-                        read = exc
-                    else:
-                        if read is not None and not read[1]:
-                            for event in read[0]:
-                                yield event
-                            continue
-                for event in step(chunk, read):
+                for event in read_events(chunk):
                     yield event
                 pipeline.raise_pending()
-                reading = pipeline.arm_events()
             for event in pipeline.close():
                 yield event
             pipeline.raise_pending()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -179,8 +178,6 @@ class Resumer:
         #: events path (``Pipeline.arm_events``: text deltas made in Rust, no Python frame),
         #: when the driver allows it (``events_path``: no other thread reads its state).
         self.tracking = max_reconnects > 0 or not events_path
-        #: The events path's read, armed after each read the pipeline ran in Python.
-        self._reading: Callable[[bytes], Any] | None = None
         self.initial_delay = initial_delay
         self.max_delay = max_delay
         self.attempt = 0
@@ -279,7 +276,6 @@ class Resumer:
         self.lead_over = False
         params = _SEQUENCE_PARAMS.get(self.name)
         self.sequence_key = params[1] if params is not None else None
-        self._reading = None
         self.pipeline = Pipeline(
             self.provider,
             strict=self.strict,
@@ -402,28 +398,10 @@ class Resumer:
         pipeline = self.pipeline
         assert pipeline is not None
         self.bytes_seen += len(chunk)
-        reading = self._reading
-        if reading is None:
-            events = pipeline.feed(chunk)
-        else:
-            # As ``sf.aevents`` reads: the read whole in Rust when it holds only the deltas
-            # the path makes, else those deltas and the rest of its frames in Python.
-            read: Any
-            try:
-                read = reading(chunk)
-            except ProtocolError as exc:
-                read = exc
-            clock = self.clock
-            if clock is not None and read is not None:
-                clock.arrive()  # (``events_step`` of a read the path refused marks it)
-            if isinstance(read, tuple) and not read[1]:
-                made: list[AnyEvent] = read[0]
-                return made
-            events = pipeline.events_step(chunk, read)
-        if pipeline.pending is None:
+        # A tracked stream's filter keeps the events path unarmed: every frame is kept here.
+        events = pipeline.read_events(chunk)
+        if self.tracking and pipeline.pending is None:
             self._after_chunks(pipeline)
-            if not self.tracking:
-                self._reading = pipeline.arm_events()
         return events
 
     def _settle(self) -> None:
@@ -433,7 +411,6 @@ class Resumer:
         if self.tracking or pipeline is None:
             return
         pipeline.disarm()
-        self._reading = None
         self._after_chunks(pipeline)
         self.frames = pipeline.frames_seen
         self.progress = self.frames > 0
