@@ -11,7 +11,7 @@ import pytest
 
 import streamfold as sf
 from conftest import CAPTURE_PROVIDER, capture_files
-from http_server import STREAMS, StreamServer, stream_server
+from http_server import STREAMS, StreamServer, generated_stream, stream_server
 from streamfold._engine.pipeline import Pipeline
 from streamfold._types import ProviderName
 
@@ -128,7 +128,11 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def test_only_a_stream_that_cannot_reconnect_reads_deltas_in_rust(
     stream_server: StreamServer, paths: dict[str, int], options: dict[str, Any]
 ) -> None:
-    url = stream_server.url("/generate", provider="openai", n=200)
+    # The path is armed once the provider knows the text's chunk (its first deltas): the
+    # server pauses after four events, so that the reads before the path is armed cannot hold
+    # the whole stream however fast the server writes.
+    first_four = len(b"".join(generated_stream("openai", 200).split(b"\n\n", 4)[:4])) + 8
+    url = stream_server.url("/generate", provider="openai", n=200, stall=0.2, stall_at=first_four)
     events, outcome, message, _ = _read(url, "openai", options)
     assert outcome == "ok" and message.complete
     deltas = sum(isinstance(event, sf.BlockDelta) for event in events)

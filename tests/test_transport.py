@@ -486,6 +486,33 @@ async def test_cancelling_the_task_closes_the_connection(
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_read_cancelled_while_it_waits_loses_nothing_and_leaves_no_waiter(
+    anyio_backend: str, stream_server: StreamServer
+) -> None:
+    # The asyncio wait is the loop's future itself: the pump must pass over a cancelled one
+    # without taking the bytes it would have read, and the stream's close forget it.
+    from streamfold._transport._wake import current_hub
+
+    url = stream_server.url("/generate", provider="openai", n=3, event_delay=0.3)
+    async with sf.Client() as client:
+        async with client.stream("GET", url) as response:
+            chunks = [await response.aread_chunk()]
+            with anyio.move_on_after(0.05) as scope:
+                await response.aread_chunk()
+            assert scope.cancelled_caught
+            await anyio.sleep(0.4)  # the next event comes while no task waits for it
+            chunks += [chunk async for chunk in response.aiter_bytes()]
+        assert b"".join(chunks) == generated_stream("openai", 3)
+        async with client.stream("GET", url) as response:
+            await response.aread_chunk()
+            with anyio.move_on_after(0.05) as scope:
+                await response.aread_chunk()
+            assert scope.cancelled_caught
+        assert current_hub()._waiters == {}
+
+
 def test_close_from_another_thread_ends_a_blocked_read(stream_server: StreamServer) -> None:
     rid = "native-close-thread"
     url = stream_server.url("/stream/onecortex", rid=rid, stall=30, stall_at=200)

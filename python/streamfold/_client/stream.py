@@ -265,9 +265,6 @@ class _StreamBase:
         """The fold of the events read so far."""
         return self._fold.folder
 
-    def _add(self, event: Event) -> None:
-        self._fold.add(event)
-
     def snapshot(self) -> Message:
         """The message folded from the events read so far (for live UIs)."""
         return self.folder.snapshot()
@@ -403,9 +400,10 @@ class EventStream(_StreamBase):
         if self._iterator is None:
             self._iterator = self._make_iterator()
         iterator = self._iterator
+        add = self._fold.add  # the request is sent: the fold's driver stays
         try:
             for event in iterator:
-                self._add(event)
+                add(event)
                 yield event
         except Exception as exc:
             if self._closed_elsewhere:
@@ -610,7 +608,7 @@ class AsyncEventStream(_StreamBase):
         except BaseException:
             await self.aclose()
             raise
-        self._add(event)
+        self._fold.add(event)
         return event
 
     @property

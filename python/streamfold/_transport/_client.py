@@ -186,7 +186,7 @@ class _Opening:
                 head = await hub.wait(native.id, native.try_head)
         except BaseException:
             native.close()
-            hub.detach()
+            hub.detach(native.id)
             raise
         self._response = Response(native, head, hub, timeout)
         return self._response

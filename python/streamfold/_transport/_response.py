@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._headers import Headers
@@ -35,6 +35,7 @@ class Response:
         "read_timeout",
         "reason_phrase",
         "status_code",
+        "try_read",
         "url",
     )
 
@@ -48,6 +49,9 @@ class Response:
         status, reason, version, raw_headers, url = head
         self._native = native
         self._hub = hub
+        #: The next read if one has come (``b""`` at the end), else None: it never waits.
+        #: The core's own method, with no Python frame around it (read once per event).
+        self.try_read: Callable[[], bytes | None] = native.try_read
         self.status_code: int = status
         self.reason_phrase: str = reason
         self.http_version: str = version
@@ -86,20 +90,26 @@ class Response:
             hub = self._hub
             if hub is not None:
                 self._hub = None
-                hub.detach()
+                hub.detach(self._native.id)
 
     # -- async --
 
     async def aread_chunk(self) -> bytes:
         """The next read (``b""`` at the end), waiting in the running loop."""
-        native = self._native
-        chunk = native.try_read()
+        chunk = self.try_read()
         if chunk is None:
-            hub = self._hub
-            if hub is None:
-                raise RuntimeError("this response was opened by the sync API: read it with it")
-            chunk = await hub.wait(native.id, native.try_read)
+            chunk = await self.wait_read()
         return chunk
+
+    def wait_read(self) -> Awaitable[bytes]:
+        """The next read once it comes (``b""`` at the end), for when ``try_read`` had none:
+        the running loop's wait itself (``Hub.wait``), which a body read once per event
+        awaits with no coroutine of this class's between."""
+        hub = self._hub
+        if hub is None:
+            raise RuntimeError("this response was opened by the sync API: read it with it")
+        native = self._native
+        return hub.wait(native.id, native.try_read)
 
     async def apump(self, feed: Callable[[bytes, list[tuple[int, float]]], object]) -> None:
         """Hand the body to ``feed`` from the loop's drain, until it ends: the calling task

@@ -16,7 +16,7 @@ from __future__ import annotations
 import socket
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._core import NativeHub
@@ -59,8 +59,14 @@ class Hub:
     def attach(self) -> None:
         self._open += 1
 
-    def detach(self) -> None:
+    def detach(self, stream_id: int) -> None:
+        """Stream ``stream_id`` closed. The waiter of a task cancelled while it waited goes
+        with it; a task still waiting (the stream closed from another one) is woken by the
+        core's last word on the stream, as ever."""
         self._open -= 1
+        entry = self._waiters.get(stream_id)
+        if entry is not None and entry[1].done():
+            del self._waiters[stream_id]
 
     def __del__(self) -> None:
         self.close()
@@ -72,32 +78,32 @@ class Hub:
             self.native.close()
             self._reader.close()
 
-    async def wait(self, stream_id: int, poll: Callable[[], Any]) -> Any:
+    def wait(self, stream_id: int, poll: Callable[[], Any]) -> Awaitable[Any]:
         """The first value other than None that ``poll()`` returns, asked in the pump each
         time the core names stream ``stream_id`` (what ``poll`` raises is raised here). The
         pump reads for the task: a task is woken only with something in hand, never for a
-        notification whose bytes it already took."""
-        if self._library == "trio":
-            return await self._wait_trio(stream_id, poll)
-        return await self._wait_asyncio(stream_id, poll)
+        notification whose bytes it already took.
 
-    async def _wait_asyncio(self, stream_id: int, poll: Callable[[], Any]) -> Any:
-        loop = self._loop
-        future = loop.create_future()
-        entry = (poll, future)
-        self._waiters[stream_id] = entry
+        Under asyncio this is the loop's future itself, with no coroutine around it: a read
+        that waits resumes one frame fewer per event. A waiter whose task was cancelled stays
+        until the pump next names its stream (``_dispatch`` passes over a done future
+        without asking ``poll``), the stream waits again, or it closes (``detach``)."""
+        if self._library == "trio":
+            return self._wait_trio(stream_id, poll)
+        future = self._loop.create_future()
+        self._waiters[stream_id] = (poll, future)
         if not self._running:
-            self._running = True
-            try:
-                loop.add_reader(self._reader.fileno(), self._readable)
-                self._reading = loop
-            except NotImplementedError:  # a loop without readers: Windows' proactor
-                self._pump = loop.create_task(self._pump_asyncio(loop))
+            self._start_reading()
+        return future  # type: ignore[no-any-return]
+
+    def _start_reading(self) -> None:
+        loop = self._loop
+        self._running = True
         try:
-            return await future
-        finally:
-            if self._waiters.get(stream_id) is entry:
-                del self._waiters[stream_id]
+            loop.add_reader(self._reader.fileno(), self._readable)
+            self._reading = loop
+        except NotImplementedError:  # a loop without readers: Windows' proactor
+            self._pump = loop.create_task(self._pump_asyncio(loop))
 
     async def _wait_trio(self, stream_id: int, poll: Callable[[], Any]) -> Any:
         import trio
@@ -124,17 +130,18 @@ class Hub:
             if entry is None:
                 continue
             poll, future = entry
+            if future.done():  # its task was cancelled: what it would read stays unread
+                del waiters[stream_id]
+                continue
             try:
                 value = poll()
             except Exception as exc:  # the waiting task's to raise
                 del waiters[stream_id]
-                if not future.done():  # (cancelled meanwhile)
-                    future.set_exception(exc)
+                future.set_exception(exc)
                 continue
             if value is not None:
                 del waiters[stream_id]
-                if not future.done():
-                    future.set_result(value)
+                future.set_result(value)
 
     def _readable(self) -> None:
         """The loop's reader callback: drain, then stop reading once nobody needs it."""
