@@ -23,7 +23,7 @@ class Verdict:
     issue: str
     goal: str
     measured: str
-    status: str  # "met" | "not met" | "not measured"
+    status: str  # "met" | "not met" | "not measured" | "reported" (no goal: a figure beside one)
 
 
 def _ratio(tables: Tables, group: str, impl: str) -> float | None:
@@ -530,23 +530,41 @@ def _transport_median(tables: Tables, prefix: str, impl: str, key: str) -> float
 
 
 def _transport(tables: Tables) -> list[Verdict]:
-    """Issue 23: sf.Client against httpx + httpx-sse and uvloop + aiohttp, in one run."""
+    """Issue 23: sf.Client against httpx + httpx-sse and uvloop + aiohttp, in one run. The
+    goals are checked on the paced streams (one event per read, the workload services run);
+    the flood's ratios are reported beside them."""
     cpu = "transport | "
-    ours = _transport_median(tables, cpu, "sf.Client", "cpu_us_per_event")
     out = []
-    for peer, need in (("httpx-sse", 10.0), ("aiohttp", 3.0)):
-        theirs = _transport_median(tables, cpu, peer, "cpu_us_per_event")
-        goal = f"sf.Client ≥ {need:g}x less client CPU per event than {peer}, 1,000 x 100"
-        if ours is None or theirs is None:
-            out.append(Verdict("23", goal, "not measured", "not measured"))
-            continue
-        ratio = theirs / ours
+    for kind, label in (("paced", "1,000 x 100, one event per read"), ("flood", "flood")):
+        prefix = f"transport | {kind}:"
+        ours = _transport_median(tables, prefix, "sf.Client", "cpu_us_per_event")
+        for peer, need in (("httpx-sse", 10.0), ("aiohttp", 3.0)):
+            theirs = _transport_median(tables, prefix, peer, "cpu_us_per_event")
+            goal = f"sf.Client ≥ {need:g}x less client CPU per event than {peer}, {label}"
+            if kind == "flood":
+                goal += " (reported)"
+            if ours is None or theirs is None:
+                out.append(Verdict("23", goal, "not measured", "not measured"))
+                continue
+            ratio = theirs / ours
+            status = "met" if ratio >= need else "not met"
+            out.append(
+                Verdict(
+                    "23",
+                    goal,
+                    f"{ratio:.2f}x ({ours:.1f} µs vs {theirs:.1f} µs)",
+                    status if kind == "paced" else "reported",
+                )
+            )
+    text = _transport_median(tables, "transport | paced:", "sf.Client-text", "cpu_us_per_event")
+    aio = _transport_median(tables, "transport | paced:", "aiohttp", "cpu_us_per_event")
+    if text is not None and aio is not None:
         out.append(
             Verdict(
                 "23",
-                goal,
-                f"{ratio:.2f}x ({ours:.1f} µs vs {theirs:.1f} µs)",
-                "met" if ratio >= need else "not met",
+                "text_stream then fold() against aiohttp, one event per read (reported)",
+                f"{aio / text:.2f}x ({text:.1f} µs vs {aio:.1f} µs)",
+                "reported",
             )
         )
     mem_ours = _transport_median(tables, cpu, "sf.Client", "bytes_per_stream")

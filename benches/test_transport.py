@@ -2,7 +2,11 @@
 httpx + httpx-sse + ``json.loads`` + a minimal fold and uvloop + aiohttp + orjson + a minimal
 fold; memory per open stream against httpx; latency from the server's write to the event in
 Python against aiohttp. The server runs in its own process (``transport.py server``), writing
-each event on its own; each measurement is a fresh client process. See ``transport.py``."""
+each event on its own; each measurement is a fresh client process. See ``transport.py``.
+
+CPU is measured twice: paced, each stream's events 50 ms apart as a model server flushes its
+tokens, so that every event is its own read (the workload services run, and the goals'); and
+flooded, every event written as fast as the server can, where reads coalesce under load."""
 
 from __future__ import annotations
 
@@ -22,7 +26,16 @@ STREAMS = 100 if QUICK else 1_000
 EVENTS = 20 if QUICK else 100
 OPEN_STREAMS = 1_000 if QUICK else 10_000
 ROUNDS = 1 if QUICK else 3
-CPU_GROUP = f"transport | {STREAMS:,} concurrent streams x {EVENTS} events, CPU per event"
+#: Seconds between a paced stream's events.
+INTERVAL = 0.05
+PACED_GROUP = (
+    f"transport | paced: {STREAMS:,} concurrent streams x {EVENTS} events, one every "
+    f"{INTERVAL * 1000:.0f} ms (one event per read), CPU per event"
+)
+CPU_GROUP = (
+    f"transport | flood: {STREAMS:,} concurrent streams x {EVENTS} events, written as fast "
+    "as the server can (reads coalesce), CPU per event"
+)
 MEMORY_GROUP = f"transport | memory per open stream, {OPEN_STREAMS:,} open"
 LATENCY_GROUP = f"transport | server write -> event in Python, {STREAMS:,} streams"
 
@@ -64,6 +77,8 @@ def _missing(impl: str) -> str | None:
         "sf.Client": [],
         "sf.Client-afold": [],
         "sf.Client-aevents": [],
+        "sf.Client-text": [],
+        "sf.Client-uvloop": ["uvloop"],
         "sf.Client-bytes": ["orjson"],
         "httpx-sse": ["httpx", "httpx_sse"],
         "aiohttp": ["aiohttp", "uvloop", "orjson"],
@@ -76,21 +91,31 @@ def _missing(impl: str) -> str | None:
     return None
 
 
-@pytest.mark.once
-def test_cpu_per_event(server_url: str) -> None:
-    impls = ["sf.Client", "sf.Client-afold", "httpx-sse", "aiohttp"]
+def _cpu_rows(server_url: str, group: str, impls: list[str], interval: float) -> None:
     runnable = []
     for impl in impls:
         missing = _missing(impl)
         if missing:
-            record(CPU_GROUP, impl, skipped=missing, primary=impl.startswith("sf.Client"))
+            record(group, impl, skipped=missing, primary=impl.startswith("sf.Client"))
         else:
             runnable.append(impl)
+    args = [server_url, str(STREAMS), str(EVENTS), str(interval)]
     for _ in range(ROUNDS):
         for impl in runnable:  # interleaved
-            result = _run(["cpu", impl, server_url, str(STREAMS), str(EVENTS)])
-            record(CPU_GROUP, impl, primary=impl == "sf.Client", **result)
+            result = _run(["cpu", impl, *args])
+            record(group, impl, primary=impl == "sf.Client", **result)
             assert result["exact_streams"] == STREAMS, (impl, result)
+
+
+@pytest.mark.once
+def test_cpu_per_event_paced(server_url: str) -> None:
+    impls = ["sf.Client", "sf.Client-text", "sf.Client-uvloop", "httpx-sse", "aiohttp"]
+    _cpu_rows(server_url, PACED_GROUP, impls, INTERVAL)
+
+
+@pytest.mark.once
+def test_cpu_per_event_flood(server_url: str) -> None:
+    _cpu_rows(server_url, CPU_GROUP, ["sf.Client", "sf.Client-afold", "httpx-sse", "aiohttp"], 0)
 
 
 @pytest.mark.once

@@ -3,19 +3,20 @@ process that writes each event on its own, the client's CPU per event, its memor
 stream and the latency from the server's write to the event in Python.
 
     python benches/transport.py server                        # prints its URL
-    python benches/transport.py cpu IMPL URL STREAMS EVENTS
+    python benches/transport.py cpu IMPL URL STREAMS EVENTS [INTERVAL]  # paced: s apart
     python benches/transport.py memory IMPL URL STREAMS       # STREAMS held open
     python benches/transport.py latency IMPL URL STREAMS EVENTS
 
 Each client run is a fresh process printing one JSON object. CPU is ``time.process_time()``
 of the client process: it counts every thread's, tokio's included.
 
-IMPL: ``sf.Client`` (``sf.astream(...).fold()`` / ``text_stream``, asyncio; ``sf.Client-afold``:
-``sf.afold`` of its response; ``sf.Client-aevents``: ``sf.aevents`` of its response, read by
-read; latency also ``sf.Client-bytes``, the transport alone into aiohttp's minimal fold),
-``httpx-sse`` (httpx + httpx-sse + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop +
-aiohttp + orjson + a minimal fold), ``httpx`` (memory only: ``sf.astream`` with an
-``httpx.AsyncClient``).
+IMPL: ``sf.Client`` (``sf.astream(...).fold()``; in latency its ``text_stream``; asyncio),
+``sf.Client-text`` (cpu: ``text_stream``, then ``fold()``), ``sf.Client-uvloop``
+(``sf.Client`` on uvloop), ``sf.Client-afold`` (``sf.afold`` of its response),
+``sf.Client-aevents`` (``sf.aevents`` of its response, read by read), ``sf.Client-bytes``
+(latency: the transport alone into aiohttp's minimal fold), ``httpx-sse`` (httpx + httpx-sse
++ ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop + aiohttp + orjson + a minimal fold),
+``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``).
 """
 
 from __future__ import annotations
@@ -143,6 +144,16 @@ async def _sf_fold(client: Any, url: str) -> str:
     return str(message.text)
 
 
+async def _sf_text(client: Any, url: str) -> str:
+    # What a chat front end or a relay does: the text as it comes, then the message.
+    import streamfold as sf
+
+    async with sf.astream("GET", url, provider="openai", client=client) as s:
+        text = [piece async for piece in s.text_stream]
+        await s.fold()
+    return "".join(text)
+
+
 async def _sf_afold(client: Any, url: str) -> str:
     import streamfold as sf
 
@@ -226,6 +237,7 @@ FOLDS = {
     "sf.Client-afold": _sf_afold,
     "sf.Client-aevents": _sf_aevents,
     "sf.Client-uvloop": _sf_fold,
+    "sf.Client-text": _sf_text,
     "httpx-sse": _httpx_sse_fold,
     "aiohttp": _aiohttp_fold,
 }
@@ -249,9 +261,14 @@ def _io_cpu() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-async def _cpu(impl: str, url: str, streams: int, events: int) -> dict[str, Any]:
+async def _cpu(
+    impl: str, url: str, streams: int, events: int, interval: float = 0.0
+) -> dict[str, Any]:
+    """The client's CPU for ``streams`` concurrent streams of ``events`` deltas: written as
+    fast as the server can (``interval`` 0: reads coalesce under load), or one every
+    ``interval`` seconds, as a model server flushes its tokens (each event its own read)."""
     one = FOLDS[impl]
-    stream_url = f"{url}/gen?n={events}"
+    stream_url = f"{url}/gen?n={events}&interval={interval}"
     client = _make_client(impl, streams)
     try:
         await one(client, stream_url)  # warm-up: imports, the first connection
@@ -271,6 +288,7 @@ async def _cpu(impl: str, url: str, streams: int, events: int) -> dict[str, Any]
         "events": total,
         "seconds": wall,
         "cpu_seconds": cpu,
+        "interval": interval,
         "cpu_us_per_event": cpu / total * 1e6,
         "other_threads_us_per_event": io / total * 1e6,
         "exact_streams": sum(1 for text in results if text == DELTA * events),
@@ -388,16 +406,19 @@ async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, 
         "aiohttp": aiohttp_one,
     }[impl]
     cpu0 = time.process_time()
+    io0 = _io_cpu()
     try:
         await asyncio.gather(*(one() for _ in range(streams)))
     finally:
         await _close(client)
     cpu = time.process_time() - cpu0
+    io = _io_cpu() - io0
     delays.sort()
     return {
         "streams": streams,
         "events": len(delays),
         "cpu_seconds": cpu,
+        "other_threads_cpu_seconds": io,
         "p50_ms": delays[len(delays) // 2] / 1e6,
         "p99_ms": delays[int(len(delays) * 0.99)] / 1e6,
     }
@@ -410,7 +431,8 @@ def main(argv: list[str]) -> None:
         return
     impl, url = argv[1], argv[2]
     if kind == "cpu":
-        out = _run(impl, _cpu(impl, url, int(argv[3]), int(argv[4])))
+        interval = float(argv[5]) if len(argv) > 5 else 0.0
+        out = _run(impl, _cpu(impl, url, int(argv[3]), int(argv[4]), interval))
     elif kind == "memory":
         out = _run(impl, _memory(impl, url, int(argv[3])))
     elif kind == "latency":
