@@ -811,7 +811,7 @@ def _section_load(tables: Tables) -> str:
         out += [
             "**Memory kept per open stream by the library itself** (pipeline + fold state "
             "after the first 16 KiB read of the 10,000-event stream, no transport; resident-set "
-            "growth / streams)",
+            "growth / streams, 10,000 held, after one stream read first)",
             "",
             _md_table(["stack", "bytes per open stream"], rows2),
             "",

@@ -151,6 +151,44 @@ class _Ending:
 class Resumer:
     """The state of a resumable stream across connections. I/O-free, shared by both façades."""
 
+    # Slots: one Resumer per open stream, and past 30 attributes CPython gives an instance a
+    # dict of its own (about 1.5 KiB) instead of values kept inline.
+    __slots__ = (
+        "after_id",
+        "attempt",
+        "before_id",
+        "bytes_seen",
+        "clock",
+        "failures",
+        "frames",
+        "id_frames",
+        "initial_delay",
+        "last_event_id",
+        "lead",
+        "lead_after",
+        "lead_before",
+        "lead_over",
+        "max_delay",
+        "max_event_bytes",
+        "max_reconnects",
+        "pipeline",
+        "produced",
+        "progress",
+        "provider",
+        "replay_after",
+        "replay_id",
+        "replay_id_frames",
+        "replay_same_id_dropped",
+        "replay_seen",
+        "replay_sequence",
+        "replaying",
+        "retry_ms",
+        "seen_ids",
+        "sequence_key",
+        "strict",
+        "tracking",
+    )
+
     def __init__(
         self,
         provider: str | Provider,
@@ -186,8 +224,9 @@ class Resumer:
         self.last_event_id = ""
         #: How many processed frames carried ``last_event_id`` (ids may cover several frames).
         self.id_frames = 0
-        #: The last ids processed, for replays whose id does not compare with the cursor's.
-        self.seen_ids: deque[str] = deque(maxlen=_IDS_KEPT)
+        #: The last ids processed, for replays whose id does not compare with the cursor's;
+        #: made at the first id (most model streams send none, and a deque takes 760 bytes).
+        self.seen_ids: deque[str] | None = None
         #: The frames processed after the one that brought ``last_event_id`` (frames with no
         #: ``id:`` of their own): how many, and the fingerprints of the first of them. A
         #: server resuming after that id sends exactly these again first.
@@ -269,7 +308,7 @@ class Resumer:
         self.replay_id = self.last_event_id
         self.replay_id_frames = self.id_frames
         self.replay_same_id_dropped = 0
-        self.replay_seen = frozenset(self.seen_ids)
+        self.replay_seen = frozenset(self.seen_ids or ())
         self.replay_after = self.after_id.copy()
         self.lead = 0
         self.lead_after = self.lead_before = True
@@ -351,7 +390,7 @@ class Resumer:
         if frame_id and frame_id != self.last_event_id:
             self.last_event_id = frame_id
             self.id_frames = 1
-            self.seen_ids.append(frame_id)
+            self._remember_id(frame_id)
             self.after_id = _Run()
         elif frame_id or self.last_event_id:
             # The id again, or none on a reconnection (its decoder is new): the frame comes
@@ -363,6 +402,11 @@ class Resumer:
         self.progress = True
         self.frames += 1
         return True
+
+    def _remember_id(self, frame_id: str) -> None:
+        if self.seen_ids is None:
+            self.seen_ids = deque(maxlen=_IDS_KEPT)
+        self.seen_ids.append(frame_id)
 
     def idle_error(
         self, idle_timeout: float, waiting_for: str, cause: BaseException | None = None
@@ -391,7 +435,7 @@ class Resumer:
             if last and last != self.last_event_id and not self.replaying:
                 self.last_event_id = last
                 self.id_frames = 0
-                self.seen_ids.append(last)
+                self._remember_id(last)
                 self.after_id = _Run()
 
     def feed(self, chunk: bytes) -> list[AnyEvent]:
