@@ -514,6 +514,7 @@ class Seen:
     #: Looked up in any case, as HTTP names are (the native client sends them lower-cased).
     headers: CIMultiDict[str]
     attempt: int
+    method: str = "GET"
 
 
 @dataclass
@@ -571,7 +572,13 @@ class StreamServer:
                 self._attempts[rid] = attempt + 1
             if rid or self.record:
                 self.requests.append(
-                    Seen(request.path, dict(request.query), CIMultiDict(request.headers), attempt)
+                    Seen(
+                        request.path,
+                        dict(request.query),
+                        CIMultiDict(request.headers),
+                        attempt,
+                        request.method,
+                    )
                 )
         return attempt
 

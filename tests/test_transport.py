@@ -363,6 +363,70 @@ def test_a_closed_client_refuses_requests(stream_server: StreamServer) -> None:
         client.stream("GET", stream_server.url("/stream/onecortex")).__enter__()
 
 
+# -- redirects (the credential rule across origins runs in test_http_adapters.py) -----------
+
+
+def test_a_redirect_is_followed_only_when_asked(stream_server: StreamServer) -> None:
+    rid = "redirect-asked"
+    target = stream_server.url("/stream/onecortex", rid=rid)
+    url = stream_server.url("/redirect", to=target)
+    with sf.Client() as client:
+        with client.stream("GET", url) as response:
+            assert response.status_code == 307
+            assert response.headers["location"] == target
+        assert stream_server.seen(rid) == []
+        with client.stream("GET", url, follow_redirects=True) as response:
+            assert response.status_code == 200
+            assert sf.fold(response.iter_bytes(), provider="onecortex").complete
+    assert len(stream_server.seen(rid)) == 1
+    # sf.stream checks the status before the body: an unfollowed redirect is no stream.
+    with pytest.raises(sf.StreamError) as info, sf.stream("GET", url, provider="onecortex") as s:
+        s.fold()
+    assert info.value.status == 307
+    assert len(stream_server.seen(rid)) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "sent"), [(301, "GET"), (302, "GET"), (303, "GET"), (307, "POST"), (308, "POST")]
+)
+def test_a_redirected_post_keeps_its_body_only_on_307_and_308(
+    stream_server: StreamServer, status: int, sent: str
+) -> None:
+    # As httpx and browsers: 303, and 301/302 after a POST, become a GET without a body.
+    rid = f"redirect-post-{status}"
+    target = stream_server.url("/stream/onecortex", rid=rid)
+    url = stream_server.url("/redirect", to=target, status=status)
+    with (
+        sf.Client(follow_redirects=True) as client,
+        client.stream("POST", url, json={"q": 1}) as response,
+    ):
+        assert response.status_code == 200
+        assert sf.fold(response.iter_bytes(), provider="onecortex").complete
+    (hop,) = stream_server.seen(rid)
+    assert hop.method == sent
+    if sent == "POST":
+        assert hop.headers["content-type"] == "application/json"
+        assert int(hop.headers["content-length"]) > 0
+    else:
+        assert "content-type" not in hop.headers
+        assert hop.headers.get("content-length", "0") == "0"
+
+
+def test_redirects_past_max_redirects_are_a_clear_error(stream_server: StreamServer) -> None:
+    three_hops = stream_server.url("/redirect", to="/redirect?to=/redirect%3Fto%3D/html")
+    with (
+        sf.Client(follow_redirects=True, max_redirects=2) as client,
+        pytest.raises(_transport.TooManyRedirects, match="more than 2 redirects"),
+    ):
+        client.stream("GET", three_hops).__enter__()
+    with (
+        sf.Client(follow_redirects=True, max_redirects=3) as client,
+        client.stream("GET", three_hops) as response,
+    ):
+        assert response.status_code == 200
+        assert b"Please log in" in response.read()
+
+
 def test_json_and_headers_are_sent(stream_server: StreamServer) -> None:
     rid = "native-post"
     url = stream_server.url("/stream/onecortex", rid=rid)
