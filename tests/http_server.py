@@ -41,6 +41,7 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
                     ``stall=S`` stops for S seconds after ``stall_at=N`` bytes of it)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
+``br=1``            ``Content-Encoding: br`` (brotli), flushed per event likewise
                     (``gzip=bad``: bytes that are not gzip follow the first event)
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
 ``chunk=N``         write N bytes at a time instead of one write per event
@@ -505,6 +506,34 @@ def id_stream(spec: str) -> bytes:
 # -- the server -----------------------------------------------------------------------------
 
 
+class _Gzip:
+    """A gzip body flushed after each write, so that it still streams."""
+
+    def __init__(self) -> None:
+        self._z = zlib.compressobj(wbits=31)
+
+    def flushed(self, data: bytes) -> bytes:
+        return self._z.compress(data) + self._z.flush(zlib.Z_SYNC_FLUSH)
+
+    def finish(self) -> bytes:
+        return self._z.flush()
+
+
+class _Brotli:
+    """A brotli body flushed after each write."""
+
+    def __init__(self) -> None:
+        import brotli  # type: ignore[import-untyped]  # (ships no type information)
+
+        self._c = brotli.Compressor()
+
+    def flushed(self, data: bytes) -> bytes:
+        return bytes(self._c.process(data) + self._c.flush())
+
+    def finish(self) -> bytes:
+        return bytes(self._c.finish())
+
+
 @dataclass
 class Seen:
     """One request as the server saw it."""
@@ -726,6 +755,8 @@ class StreamServer:
         gzip = fault.get("gzip") in ("1", "bad")
         if gzip:
             response.headers["Content-Encoding"] = "gzip"
+        elif fault.get("br") == "1":
+            response.headers["Content-Encoding"] = "br"
         if q.get("length") == "1":  # a Content-Length body instead of a chunked one
             response.content_length = sum(len(b.data) for b in blocks[start:])
         await response.prepare(request)
@@ -743,7 +774,13 @@ class StreamServer:
         stall_at = int(fault.get("stall_at", "0"))
         drip = fault.get("drip") == "1"
         delay = float(q.get("event_delay", "0"))
-        compressor = zlib.compressobj(wbits=31) if gzip else None
+        compressor = (
+            _Gzip()
+            if gzip
+            else _Brotli()
+            if response.headers.get("Content-Encoding") == "br"
+            else None
+        )
         if cut is not None and q.get("midchunk") == "1" and request.transport is not None:
             # One chunk declared for the whole body, the connection closed inside it.
             joined = b"".join(pieces)
@@ -767,7 +804,7 @@ class StreamServer:
                         return response
                     data = part
                     if compressor is not None:
-                        data = compressor.compress(part) + compressor.flush(zlib.Z_SYNC_FLUSH)
+                        data = compressor.flushed(part)
                     await response.write(data)
                     sent += len(part)
                 if fault.get("gzip") == "bad":  # the body's encoding breaks after one event
@@ -781,7 +818,7 @@ class StreamServer:
                 await _close_abruptly(request)
                 return response
             if compressor is not None:
-                await response.write(compressor.flush())
+                await response.write(compressor.finish())
             await response.write_eof()
         except (ConnectionError, asyncio.CancelledError):
             self._event(self._gone, rid).set()
@@ -816,6 +853,7 @@ _FAULTS = frozenset(
         "pad",
         "ctype",
         "gzip",
+        "br",
         "head_stall",
     }
 )

@@ -142,12 +142,13 @@ async def test_events_through_http_equal_events_of_bytes(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("encoding", ["gzip", "br"])
 @pytest.mark.parametrize("name", ["onecortex", "cohere-v1"])
-async def test_gzip_body_is_decompressed_by_the_client(
-    client: Client, stream_server: StreamServer, name: str
+async def test_a_compressed_body_is_decompressed_by_the_client(
+    client: Client, stream_server: StreamServer, name: str, encoding: str
 ) -> None:
     provider, _, body = STREAMS[name]
-    url = stream_server.url(f"/stream/{name}", gzip=1)
+    url = stream_server.url(f"/stream/{name}", **{encoding: 1})
     assert await client.fold(url, provider) == sf.fold([body], provider=provider)
 
 
