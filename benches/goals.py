@@ -520,12 +520,17 @@ def _linear(tables: Tables) -> Verdict:
     return Verdict("8", goal, "; ".join(notes), "met" if ok else "not met")
 
 
+def _median_key(rows: list[dict[str, Any]], impl: str, key: str) -> float | None:
+    values = [r[key] for r in rows if r["impl"] == impl and key in r]
+    return sorted(values)[len(values) // 2] if values else None
+
+
 def _transport_median(tables: Tables, prefix: str, impl: str, key: str) -> float | None:
     for group, rows in tables.records.items():
         if group.startswith(prefix):
-            values = [r[key] for r in rows if r["impl"] == impl and key in r]
-            if values:
-                return sorted(values)[len(values) // 2]
+            value = _median_key(rows, impl, key)
+            if value is not None:
+                return value
     return None
 
 
@@ -581,18 +586,32 @@ def _transport(tables: Tables) -> list[Verdict]:
                 "met" if mem_ours < mem_httpx else "not met",
             )
         )
-    p99_ours = _transport_median(tables, cpu, "sf.Client", "p99_ms")
-    p99_aio = _transport_median(tables, cpu, "aiohttp", "p99_ms")
-    goal = "latency p99 (server write -> event in Python) no worse than aiohttp's"
-    if p99_ours is None or p99_aio is None:
-        out.append(Verdict("23", goal, "not measured", "not measured"))
-    else:
+    for spread in (False, True):
+        # Exact groups: the burst group's name is the start of the spread one's.
+        group = next(
+            (
+                g
+                for g in tables.records
+                if g.startswith("transport | server write") and ("spread" in g) == spread
+            ),
+            None,
+        )
+        rows = tables.records.get(group, []) if group is not None else []
+        p99_ours = _median_key(rows, "sf.Client", "p99_ms")
+        p99_aio = _median_key(rows, "aiohttp", "p99_ms")
+        goal = "latency p99 (server write -> event in Python) no worse than aiohttp's"
+        if spread:
+            goal += ", writes spread over each 50 ms (reported)"
+        if p99_ours is None or p99_aio is None:
+            out.append(Verdict("23", goal, "not measured", "not measured"))
+            continue
+        status = "met" if p99_ours <= p99_aio else "not met"
         out.append(
             Verdict(
                 "23",
                 goal,
                 f"{p99_ours:.1f} ms vs {p99_aio:.1f} ms",
-                "met" if p99_ours <= p99_aio else "not met",
+                "reported" if spread else status,
             )
         )
     return out

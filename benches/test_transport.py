@@ -38,6 +38,10 @@ CPU_GROUP = (
 )
 MEMORY_GROUP = f"transport | memory per open stream, {OPEN_STREAMS:,} open"
 LATENCY_GROUP = f"transport | server write -> event in Python, {STREAMS:,} streams"
+LATENCY_SPREAD_GROUP = (
+    f"transport | server write -> event in Python, {STREAMS:,} streams, their writes spread "
+    f"over each {INTERVAL * 1000:.0f} ms"
+)
 
 
 def _run(args: list[str], timeout: float = 900.0) -> dict[str, object]:
@@ -130,11 +134,17 @@ def test_memory_per_open_stream(server_url: str, impl: str) -> None:
 
 
 @pytest.mark.once
+@pytest.mark.parametrize("spread", [False, True], ids=["burst", "spread"])
 @pytest.mark.parametrize("impl", ["sf.Client", "sf.Client-aevents", "sf.Client-bytes", "aiohttp"])
-def test_latency(server_url: str, impl: str) -> None:
+def test_latency(server_url: str, impl: str, spread: bool) -> None:
+    # Burst: every stream writes at the same moments, each 50 ms beginning with an event from
+    # each (a test of CPU per event as much as of delay). Spread: the streams' writes spread
+    # over the 50 ms, as independent requests' tokens come.
+    group = LATENCY_SPREAD_GROUP if spread else LATENCY_GROUP
     missing = _missing(impl)
     if missing:
-        skip_row(LATENCY_GROUP, impl, missing)
-    result = _run(["latency", impl, server_url, str(STREAMS), str(EVENTS)])
-    record(LATENCY_GROUP, impl, primary=impl == "sf.Client", **result)
+        skip_row(group, impl, missing)
+    args = ["latency", impl, server_url, str(STREAMS), str(EVENTS)]
+    result = _run([*args, "spread"] if spread else args)
+    record(group, impl, primary=impl == "sf.Client", **result)
     assert result["events"] == STREAMS * EVENTS

@@ -5,7 +5,7 @@ stream and the latency from the server's write to the event in Python.
     python benches/transport.py server                        # prints its URL
     python benches/transport.py cpu IMPL URL STREAMS EVENTS [INTERVAL]  # paced: s apart
     python benches/transport.py memory IMPL URL STREAMS       # STREAMS held open
-    python benches/transport.py latency IMPL URL STREAMS EVENTS
+    python benches/transport.py latency IMPL URL STREAMS EVENTS [spread]
 
 Each client run is a fresh process printing one JSON object. CPU is ``time.process_time()``
 of the client process: it counts every thread's, tokio's included.
@@ -349,23 +349,31 @@ async def _hold_one(impl: str, client: Any, url: str) -> None:
         await s.__anext__()
 
 
-async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, Any]:
+async def _latency(
+    impl: str, url: str, streams: int, events: int, *, spread: bool = False
+) -> dict[str, Any]:
     """From the server's write (its clock in each delta) to the text in Python, once every
-    stream is open: all begin at one moment, two seconds on, so opening them (the same for
-    both) is not measured as the first events' delay."""
+    stream is open: all begin two seconds on, so opening them (the same for both) is not
+    measured as the first events' delay. At one moment, so that every 50 ms begins with a
+    burst of an event from each stream; ``spread``: the streams' starts spread evenly over
+    the 50 ms, as independent requests' tokens are."""
     at = time.time_ns() + 2_000_000_000
-    stream_url = f"{url}/gen?n={events}&interval=0.05&stamp=1&at={at}"
+
+    def start(k: int) -> int:
+        return at + (k * 50_000_000 // streams if spread else 0)
+
+    urls = [f"{url}/gen?n={events}&interval=0.05&stamp=1&at={start(k)}" for k in range(streams)]
     client = _make_client(impl, streams)
     delays: list[int] = []
 
-    async def sf_one() -> None:
+    async def sf_one(stream_url: str) -> None:
         import streamfold as sf
 
         async with sf.astream("GET", stream_url, provider="openai", client=client) as s:
             async for text in s.text_stream:
                 delays.append(time.time_ns() - int(text))
 
-    async def aiohttp_one() -> None:
+    async def aiohttp_one(stream_url: str) -> None:
         import orjson
 
         fold = _MinimalFold(orjson.loads)
@@ -376,7 +384,7 @@ async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, 
                 now = time.time_ns()
                 delays.extend(now - int(text) for text in fold.text[seen:])
 
-    async def sf_bytes_one() -> None:
+    async def sf_bytes_one(stream_url: str) -> None:
         # The transport alone: sf.Client's bytes into the same minimal fold as aiohttp's.
         import orjson
 
@@ -388,7 +396,7 @@ async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, 
                 now = time.time_ns()
                 delays.extend(now - int(text) for text in fold.text[seen:])
 
-    async def sf_events_one() -> None:
+    async def sf_events_one(stream_url: str) -> None:
         # sf.aevents over an sf.Client response: no sf.astream machinery.
         import streamfold as sf
 
@@ -408,7 +416,7 @@ async def _latency(impl: str, url: str, streams: int, events: int) -> dict[str, 
     cpu0 = time.process_time()
     io0 = _io_cpu()
     try:
-        await asyncio.gather(*(one() for _ in range(streams)))
+        await asyncio.gather(*(one(u) for u in urls))
     finally:
         await _close(client)
     cpu = time.process_time() - cpu0
@@ -436,7 +444,8 @@ def main(argv: list[str]) -> None:
     elif kind == "memory":
         out = _run(impl, _memory(impl, url, int(argv[3])))
     elif kind == "latency":
-        out = _run(impl, _latency(impl, url, int(argv[3]), int(argv[4])))
+        spread = argv[5:] == ["spread"]
+        out = _run(impl, _latency(impl, url, int(argv[3]), int(argv[4]), spread=spread))
     else:
         raise SystemExit(__doc__)
     out["pid"] = os.getpid()
