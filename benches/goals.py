@@ -588,15 +588,14 @@ def _transport(tables: Tables) -> list[Verdict]:
         )
     for spread in (False, True):
         # Exact groups: the burst group's name is the start of the spread one's.
-        group = next(
+        rows = next(
             (
-                g
-                for g in tables.records
-                if g.startswith("transport | server write") and ("spread" in g) == spread
+                rows
+                for group, rows in tables.records.items()
+                if group.startswith("transport | server write") and ("spread" in group) == spread
             ),
-            None,
+            [],
         )
-        rows = tables.records.get(group, []) if group is not None else []
         p99_ours = _median_key(rows, "sf.Client", "p99_ms")
         p99_aio = _median_key(rows, "aiohttp", "p99_ms")
         goal = "latency p99 (server write -> event in Python) no worse than aiohttp's"

@@ -358,11 +358,12 @@ async def _latency(
     burst of an event from each stream; ``spread``: the streams' starts spread evenly over
     the 50 ms, as independent requests' tokens are."""
     at = time.time_ns() + 2_000_000_000
-
-    def start(k: int) -> int:
-        return at + (k * 50_000_000 // streams if spread else 0)
-
-    urls = [f"{url}/gen?n={events}&interval=0.05&stamp=1&at={start(k)}" for k in range(streams)]
+    interval_ns = 50_000_000
+    offsets = [k * interval_ns // streams if spread else 0 for k in range(streams)]
+    urls = [
+        f"{url}/gen?n={events}&interval={interval_ns / 1e9}&stamp=1&at={at + offset}"
+        for offset in offsets
+    ]
     client = _make_client(impl, streams)
     delays: list[int] = []
 

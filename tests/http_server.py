@@ -41,8 +41,8 @@ of a ``rid``, 1 for the next, …) is listed in ``on=`` (default ``0``; ``all`` 
                     ``stall=S`` stops for S seconds after ``stall_at=N`` bytes of it)
 ``ctype=T``         answer with content type T
 ``gzip=1``          ``Content-Encoding: gzip``, flushed per event so it still streams
-``br=1``            ``Content-Encoding: br`` (brotli), flushed per event likewise
                     (``gzip=bad``: bytes that are not gzip follow the first event)
+``br=1``            ``Content-Encoding: br`` (brotli), flushed per event likewise
 ``event_delay=S``   sleep S seconds between events (slow streams, leak tests)
 ``chunk=N``         write N bytes at a time instead of one write per event
 ``length=1``        a body framed by ``Content-Length`` rather than chunked (no gzip)
@@ -534,6 +534,9 @@ class _Brotli:
         return bytes(self._c.finish())
 
 
+_COMPRESSORS: dict[str, type[_Gzip | _Brotli]] = {"gzip": _Gzip, "br": _Brotli}
+
+
 @dataclass
 class Seen:
     """One request as the server saw it."""
@@ -752,11 +755,15 @@ class StreamServer:
         response = web.StreamResponse(
             headers={"Content-Type": fault.get("ctype", content_type), "Cache-Control": "no-cache"}
         )
-        gzip = fault.get("gzip") in ("1", "bad")
-        if gzip:
-            response.headers["Content-Encoding"] = "gzip"
-        elif fault.get("br") == "1":
-            response.headers["Content-Encoding"] = "br"
+        encoding = (
+            "gzip"
+            if fault.get("gzip") in ("1", "bad")
+            else "br"
+            if fault.get("br") == "1"
+            else None
+        )
+        if encoding is not None:
+            response.headers["Content-Encoding"] = encoding
         if q.get("length") == "1":  # a Content-Length body instead of a chunked one
             response.content_length = sum(len(b.data) for b in blocks[start:])
         await response.prepare(request)
@@ -774,13 +781,7 @@ class StreamServer:
         stall_at = int(fault.get("stall_at", "0"))
         drip = fault.get("drip") == "1"
         delay = float(q.get("event_delay", "0"))
-        compressor = (
-            _Gzip()
-            if gzip
-            else _Brotli()
-            if response.headers.get("Content-Encoding") == "br"
-            else None
-        )
+        compressor = None if encoding is None else _COMPRESSORS[encoding]()
         if cut is not None and q.get("midchunk") == "1" and request.transport is not None:
             # One chunk declared for the whole body, the connection closed inside it.
             joined = b"".join(pieces)
