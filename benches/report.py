@@ -865,6 +865,9 @@ def _section_transport(tables: Tables) -> str:
             elif "bytes_per_stream" in rs[0]:
                 cell = fmt_bytes(_median_of(rs, "bytes_per_stream") or 0.0)
                 note = f"{rs[0]['open']:,} streams open"
+                tracked = _median_of(rs, "tracked_per_stream")
+                if tracked is not None:
+                    note += f"; {tracked:.0f} objects tracked by the garbage collector per stream"
             else:
                 cell = (
                     f"p50 {_median_of(rs, 'p50_ms'):.2f} ms, p99 {_median_of(rs, 'p99_ms'):.1f} ms"

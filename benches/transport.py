@@ -304,7 +304,8 @@ async def _close(client: Any) -> None:
 
 
 async def _memory(impl: str, url: str, streams: int) -> dict[str, Any]:
-    """RSS growth while ``streams`` streams are open, each after its first event."""
+    """RSS growth while ``streams`` streams are open, each after its first event, and the
+    objects the garbage collector tracks for them."""
     stream_url = f"{url}/gen?hold=600"
     client = _make_client(impl, streams)
     opened: list[Any] = []
@@ -329,17 +330,25 @@ async def _memory(impl: str, url: str, streams: int) -> dict[str, Any]:
         await _hold_one(impl, client, stream_url)  # warm-up
         gc.collect()
         base = _rss()
+        base_tracked = len(gc.get_objects())
         tasks = [asyncio.ensure_future(hold()) for _ in range(streams)]
         await asyncio.wait_for(started.wait(), 300)
         gc.collect()
         grown = _rss() - base
+        # What each full collection walks, per open stream: its pauses grow with it.
+        tracked = len(gc.get_objects()) - base_tracked
         release.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         await _close(client)
-    return {"streams": streams, "bytes_per_stream": grown / streams, "open": len(opened)}
+    return {
+        "streams": streams,
+        "bytes_per_stream": grown / streams,
+        "tracked_per_stream": tracked / streams,
+        "open": len(opened),
+    }
 
 
 async def _hold_one(impl: str, client: Any, url: str) -> None:

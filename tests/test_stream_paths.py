@@ -170,3 +170,67 @@ async def test_an_idle_timeout_counts_the_frames_the_events_path_read(
     assert silence.position == lost.position == 2000
     assert silence.frames == whole[:2000].count(b"\n\n") > 10
     assert lost.partial is not None and lost.partial.text
+
+
+#: What a server does to a stream's body: nothing; cut the connection before the first byte,
+#: mid-event, mid-character, inside one chunk; end the body early; drip it a byte at a time;
+#: gzip it, or break its gzip; send it as an HTML page.
+FAULTS: list[dict[str, Any]] = [
+    {},
+    {"cut": 0},
+    {"cut": 30},
+    {"cut": "utf8"},
+    {"cut": 200, "midchunk": 1},
+    {"end": 200},
+    {"drip": 1},
+    {"gzip": 1},
+    {"gzip": "bad"},
+    {"ctype": "text/html"},
+]
+FAULT_IDS = ["whole", "cut-0", "cut-30", "cut-utf8", "cut-midchunk", "end", "drip", "gzip"]
+FAULT_IDS += ["gzip-bad", "html"]
+
+
+async def _aread_outcome(url: str, provider: ProviderName, **options: Any) -> tuple[Any, ...]:
+    """``_aread``, an error before the first event included, and the class of what read the
+    body."""
+    events: list[Any] = []
+    reader = None
+    try:
+        async with sf.astream("GET", url, provider=provider, client=sf.Client(), **options) as s:
+            async for event in s:
+                reader = type(s._iterator).__name__
+                events.append(event)
+            message = await s.fold()
+    except sf.StreamfoldError as exc:
+        cause = exc.__cause__
+        return (
+            reader,
+            events,
+            type(exc).__name__,
+            str(exc),
+            getattr(exc, "position", None),
+            getattr(exc, "partial", None),
+            None if cause is None else type(cause).__name__,
+        )
+    return reader, events, "ok", message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("fault", FAULTS, ids=FAULT_IDS)
+@pytest.mark.parametrize("name", ["onecortex", "openai-usage", "clouisle"])
+async def test_a_body_read_once_ends_as_the_resumable_path_ends_it(
+    stream_server: StreamServer, name: str, fault: dict[str, Any]
+) -> None:
+    """``sf.astream`` over ``sf.Client`` with nothing to resume and no idle timer reads the
+    body straight from the connection (``NativeEvents``); with an idle timer it runs the
+    generic driver (``atimed_events``). The same faults end both the same way: the same
+    events, then the same error, position, partial message and cause."""
+    provider, _, _ = STREAMS[name]
+    url = stream_server.url(f"/stream/{name}", **fault)
+    direct = await _aread_outcome(url, provider)
+    generic = await _aread_outcome(url, provider, idle_timeout=30)
+    assert direct[1:] == generic[1:]
+    if direct[1]:  # an event came: it was read on each stream's own path
+        assert (direct[0], generic[0]) == ("NativeEvents", "async_generator")

@@ -115,14 +115,20 @@ def _next_hop(response: Any, origin: tuple[str, str, int | None], hops: int, cli
     return request
 
 
-@contextlib.contextmanager
-def open_stream(client: Any, method: str, url: Any, kwargs: dict[str, Any]) -> Generator[Any]:
+def open_stream(
+    client: Any, method: str, url: Any, kwargs: dict[str, Any]
+) -> contextlib.AbstractContextManager[Any]:
     """``client.stream(method, url, **kwargs)``, following redirects (when the client or
-    ``kwargs`` say so) without sending a credential header to another origin."""
+    ``kwargs`` say so) without sending a credential header to another origin. Without
+    redirects it is the client's own context manager: nothing of this module's stays with
+    the open stream."""
     if not _follows(client, kwargs):
-        with client.stream(method, url, **kwargs) as response:
-            yield response
-        return
+        return client.stream(method, url, **kwargs)  # type: ignore[no-any-return]
+    return _followed(client, method, url, kwargs)
+
+
+@contextlib.contextmanager
+def _followed(client: Any, method: str, url: Any, kwargs: dict[str, Any]) -> Generator[Any]:
     request = _first_request(client, method, url, kwargs)
     origin = _origin(request.url)
     auth = kwargs.get("auth", getattr(client, "auth", None))
@@ -142,15 +148,19 @@ def open_stream(client: Any, method: str, url: Any, kwargs: dict[str, Any]) -> G
         response.close()
 
 
-@contextlib.asynccontextmanager
-async def aopen_stream(
+def aopen_stream(
     client: Any, method: str, url: Any, kwargs: dict[str, Any]
-) -> AsyncGenerator[Any]:
+) -> contextlib.AbstractAsyncContextManager[Any]:
     """:func:`open_stream` for an async client."""
     if not _follows(client, kwargs):
-        async with client.stream(method, url, **kwargs) as response:
-            yield response
-        return
+        return client.stream(method, url, **kwargs)  # type: ignore[no-any-return]
+    return _afollowed(client, method, url, kwargs)
+
+
+@contextlib.asynccontextmanager
+async def _afollowed(
+    client: Any, method: str, url: Any, kwargs: dict[str, Any]
+) -> AsyncGenerator[Any]:
     request = _first_request(client, method, url, kwargs)
     origin = _origin(request.url)
     auth = kwargs.get("auth", getattr(client, "auth", None))

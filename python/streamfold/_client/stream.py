@@ -31,6 +31,7 @@ from .._transport import Client as NativeClient
 from .._transport import Response as NativeResponse
 from .._transport import shared_client
 from .._types import ProviderName
+from .native_events import NativeEvents
 from .request import (
     aopen_stream,
     check_client,
@@ -347,18 +348,20 @@ class EventStream(_StreamBase):
         while True:
             response: httpx.Response | None = None
             try:
-                with contextlib.ExitStack() as attempt:
-                    opened: httpx.Response = attempt.enter_context(
-                        open_stream(client, self.method, self.url, self._timed(client, kwargs))
-                    )
-                    response = opened
+                # The stream: closed with the stream (``close``).
+                opened: httpx.Response = self._stack.enter_context(
+                    open_stream(client, self.method, self.url, self._timed(client, kwargs))
+                )
+                response = opened
+                try:
                     check_response(opened, self.provider)
-                    # The stream: closed with the stream, not when this attempt ends.
-                    self._stack.push(attempt.pop_all())
-                    return opened
+                except BaseException:
+                    # The refused response (its error body read) is closed: nothing stays
+                    # open during the wait, whatever ends it.
+                    self._stack.close()
+                    raise
+                return opened
             except Exception as exc:
-                # The refused response (its error body read) is closed: nothing stays open
-                # during the wait, whatever ends it.
                 delay = self._retry_delay(exc, response)
                 if delay is None:
                     raise
@@ -534,14 +537,16 @@ class AsyncEventStream(_StreamBase):
         while True:
             response: httpx.Response | None = None
             try:
-                async with contextlib.AsyncExitStack() as attempt:
-                    opened: httpx.Response = await attempt.enter_async_context(
-                        aopen_stream(client, self.method, self.url, self._timed(client, kwargs))
-                    )
-                    response = opened
+                opened: httpx.Response = await self._stack.enter_async_context(
+                    aopen_stream(client, self.method, self.url, self._timed(client, kwargs))
+                )
+                response = opened
+                try:
                     await acheck_response(opened, self.provider)
-                    self._stack.push_async_exit(attempt.pop_all())
-                    return opened
+                except BaseException:
+                    await self._stack.aclose()  # the refused response, before any other
+                    raise
+                return opened
             except Exception as exc:
                 delay = self._retry_delay(exc, response)
                 if delay is None:
@@ -572,7 +577,29 @@ class AsyncEventStream(_StreamBase):
 
     async def _make_iterator(self) -> AsyncIterator[AnyEvent]:
         await self.open()
+        response = self._read_once()
+        if response is not None:
+            self._current = self.response
+            return NativeEvents(
+                response,
+                self.provider,
+                strict=self._strict,
+                max_event_bytes=self._max_event_bytes,
+                clock=self._clock,
+            )
         return atimed_events(self._connect, clock=self._clock, **self._options())
+
+    def _read_once(self) -> NativeResponse | None:
+        """The response, when it is ``sf.Client``'s and its body is read once, with nothing
+        to resume and no idle timer: then the body is read straight from the connection."""
+        response: Any = self.response
+        if (
+            isinstance(response, NativeResponse)
+            and not self._resume
+            and self._resume_options["idle_timeout"] is None
+        ):
+            return response
+        return None
 
     def events(self) -> AsyncIterator[AnyEvent]:
         """The events not yet read (the stream itself: a second loop continues).
@@ -618,12 +645,10 @@ class AsyncEventStream(_StreamBase):
 
     async def fold(self) -> Message:
         """Read the rest of the stream and return the final message (see ``EventStream``)."""
-        if self._iterator is None and not self._resume and not self._closed:
+        if self._iterator is None and not self._closed:
             await self.open()
-            response: Any = self.response
-            if response.__class__ is NativeResponse and (
-                self._resume_options["idle_timeout"] is None
-            ):
+            response = self._read_once()
+            if response is not None:
                 # Nothing read yet, nothing to resume: the body is folded where the event
                 # loop drains it, this task woken once, at the end (``afold_into``).
                 return await self._fold_native(response)

@@ -72,7 +72,13 @@ async def acheck_response(response: Any, provider: str) -> None:
             else response.aiter_bytes()
         )
         limit = MAX_ERROR_BODY if is_error else EXCERPT_BYTES
-        body, truncated, failure = await aread_bounded(chunks, limit)
+        try:
+            body, truncated, failure = await aread_bounded(chunks, limit)
+        finally:
+            # Read only in part: closed here, not left to the collector (which trio warns of).
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
         if is_error:
             reason = (
                 aiohttp_response.reason if aiohttp_response is not None else response.reason_phrase
@@ -183,8 +189,13 @@ class _NativeBody:
         return self
 
     async def __anext__(self) -> bytes:
+        # ``try_read``, then the loop's own wait (not ``aread_chunk``): a read per event then
+        # resumes one coroutine fewer.
+        response = self._response
         try:
-            chunk: bytes = await self._response.aread_chunk()
+            chunk: bytes | None = response.try_read()
+            if chunk is None:
+                chunk = await response.wait_read()
         except Exception as exc:
             if is_transport_error(exc):
                 raise connection_lost(self._provider, self._seen, exc) from exc

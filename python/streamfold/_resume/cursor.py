@@ -448,6 +448,15 @@ class Resumer:
             self._after_chunks(pipeline)
         return events
 
+    def take_pending(self) -> BaseException | None:
+        """The error the last read left pending (``Pipeline.pending``), taken: a driver hands
+        it to ``end`` once the read's events are given (``atimed_events`` raises it there)."""
+        pipeline = self.pipeline
+        if pipeline is None or pipeline.pending is None:
+            return None
+        error, pipeline.pending = pipeline.pending, None
+        return error
+
     def _settle(self) -> None:
         """Count what the events path read (frames, the last SSE id) into the stream's
         state, which ``_keep`` keeps for every frame of a tracked stream."""
