@@ -708,17 +708,23 @@ def test_stream_close_from_another_thread_ends_the_read(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("which", list(CLOSE_DURING_A_READ))
+@pytest.mark.parametrize(
+    ("which", "resume"),
+    [("first", True), ("reconnection", True), ("first", False)],
+    ids=["first", "reconnection", "first-read-once"],
+)
 async def test_astream_aclose_from_another_task_ends_the_read(
-    anyio_backend: str, stream_server: StreamServer, which: str
+    anyio_backend: str, stream_server: StreamServer, which: str, resume: bool
 ) -> None:
     # aclose() from another task raised RuntimeError ("asynchronous generator is already
-    # running") and the reading task ended in ConnectionLostError.
-    rid = f"aclose-from-task-{which}-{anyio_backend}"
+    # running") and the reading task ended in ConnectionLostError. Without resume the body is
+    # read straight from the connection (``NativeEvents``): the close must end that read too.
+    rid = f"aclose-from-task-{which}-{resume}-{anyio_backend}"
     fault, before, connections = CLOSE_DURING_A_READ[which]
     url = stream_server.url("/stream/onecortex", rid=rid, **fault)
     events: list[sf.Event] = []
-    async with sf.astream("GET", url, provider="onecortex", resume=True, initial_delay=0.005) as s:
+    options: dict[str, Any] = {"resume": True, "initial_delay": 0.005} if resume else {}
+    async with sf.astream("GET", url, provider="onecortex", **options) as s:
 
         async def read() -> None:
             async for event in s:
@@ -729,38 +735,12 @@ async def test_astream_aclose_from_another_task_ends_the_read(
                 tasks.start_soon(read)
                 while len(events) < before or len(stream_server.seen(rid)) < connections:
                     await anyio.sleep(0.002)  # until the silence (see the sync test)
+                reader = type(s._iterator).__name__
                 await s.aclose()
+    assert reader == ("async_generator" if resume else "NativeEvents")
     assert len(events) == before
     assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
     assert len(stream_server.seen(rid)) == connections
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
-async def test_astream_read_once_aclose_from_another_task_ends_the_read(
-    anyio_backend: str, stream_server: StreamServer
-) -> None:
-    # Nothing to resume: the body is read straight from the connection (``NativeEvents``),
-    # and a close from another task must end that read as it ends the generic driver's.
-    rid = f"aclose-read-once-{anyio_backend}"
-    url = stream_server.url("/stream/onecortex", rid=rid, stall=5, stall_at=400)
-    events: list[sf.Event] = []
-    async with sf.astream("GET", url, provider="onecortex", client=sf.Client()) as s:
-
-        async def read() -> None:
-            async for event in s:
-                events.append(event)
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(read)
-                while len(events) < 4:
-                    await anyio.sleep(0.002)
-                await anyio.sleep(0.05)  # the reader now waits in the silence
-                assert type(s._iterator).__name__ == "NativeEvents"
-                await s.aclose()
-    assert len(events) == 4
-    assert await anyio.to_thread.run_sync(stream_server.wait_disconnect, rid, 2.0)
 
 
 def test_stream_close_from_another_thread_between_two_events(

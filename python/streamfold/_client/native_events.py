@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._failures import connection_lost, is_transport_error
+from .._failures import as_connection_lost
 from .._resume.cursor import Resumer
 
 if TYPE_CHECKING:
@@ -119,9 +119,7 @@ class NativeEvents:
     def _failed(self, exc: Exception) -> Exception:
         """``exc`` as the stream's error: a failing connection is a lost one (as the
         connection's byte iterator raises it for ``atimed_events``)."""
-        if is_transport_error(exc):
-            return connection_lost(self._core.name, self._seen, exc)
-        return exc
+        return as_connection_lost(exc, self._core.name, self._seen) or exc
 
     def _end(self, error: BaseException | None) -> None:
         ending = self._core.end(error, connected=self._connected)
