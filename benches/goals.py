@@ -561,8 +561,21 @@ def _transport(tables: Tables) -> list[Verdict]:
                     status if kind == "paced" else "reported",
                 )
             )
-    text = _transport_median(tables, "transport | paced:", "sf.Client-text", "cpu_us_per_event")
+    floor = _transport_median(tables, "transport | paced:", "floor", "cpu_us_per_event")
+    ours = _transport_median(tables, "transport | paced:", "sf.Client", "cpu_us_per_event")
     aio = _transport_median(tables, "transport | paced:", "aiohttp", "cpu_us_per_event")
+    if floor is not None and ours is not None and aio is not None:
+        out.append(
+            Verdict(
+                "23",
+                "sf.Client's and aiohttp's CPU per event against the event loop's floor "
+                "(a protocol that only counts each read's bytes), one event per read (reported)",
+                f"{ours / floor:.2f}x and {aio / floor:.2f}x the floor ({floor:.1f} µs): 3x "
+                f"less than aiohttp would be {aio / 3:.1f} µs",
+                "reported",
+            )
+        )
+    text = _transport_median(tables, "transport | paced:", "sf.Client-text", "cpu_us_per_event")
     if text is not None and aio is not None:
         out.append(
             Verdict(

@@ -6,7 +6,9 @@ each event on its own; each measurement is a fresh client process. See ``transpo
 
 CPU is measured twice: paced, each stream's events 50 ms apart as a model server flushes its
 tokens, so that every event is its own read (the workload services run, and the goals'); and
-flooded, every event written as fast as the server can, where reads coalesce under load."""
+flooded, every event written as fast as the server can, where reads coalesce under load.
+Paced, ``floor`` is what the event loop alone costs a client (``transport.py``): the least any
+client on it can spend per event."""
 
 from __future__ import annotations
 
@@ -87,6 +89,7 @@ def _missing(impl: str) -> str | None:
         "httpx-sse": ["httpx", "httpx_sse"],
         "aiohttp": ["aiohttp", "uvloop", "orjson"],
         "httpx": ["httpx"],
+        "floor": ["uvloop"],
     }[impl]
     for module in needs:
         missing = peers._module(module)
@@ -113,7 +116,7 @@ def _cpu_rows(server_url: str, group: str, impls: list[str], interval: float) ->
 
 @pytest.mark.once
 def test_cpu_per_event_paced(server_url: str) -> None:
-    impls = ["sf.Client", "sf.Client-text", "sf.Client-uvloop", "httpx-sse", "aiohttp"]
+    impls = ["sf.Client", "sf.Client-text", "sf.Client-uvloop", "httpx-sse", "aiohttp", "floor"]
     _cpu_rows(server_url, PACED_GROUP, impls, INTERVAL)
 
 

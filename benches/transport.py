@@ -16,7 +16,9 @@ IMPL: ``sf.Client`` (``sf.astream(...).fold()``; in latency its ``text_stream``;
 ``sf.Client-aevents`` (``sf.aevents`` of its response, read by read), ``sf.Client-bytes``
 (latency: the transport alone into aiohttp's minimal fold), ``httpx-sse`` (httpx + httpx-sse
 + ``json.loads`` + a minimal fold), ``aiohttp`` (uvloop + aiohttp + orjson + a minimal fold),
-``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``).
+``httpx`` (memory only: ``sf.astream`` with an ``httpx.AsyncClient``), ``floor`` (cpu: the
+floor of any client on an event loop, an ``asyncio.Protocol`` on uvloop that writes the request
+and counts each read's bytes, with no HTTP parsed and nothing folded).
 """
 
 from __future__ import annotations
@@ -206,7 +208,65 @@ async def _aiohttp_fold(session: Any, url: str) -> str:
     return "".join(fold.text)
 
 
+class _CountingProtocol(asyncio.Protocol):
+    """The request written, each read's bytes counted, the connection closed at the chunked
+    body's last chunk: what an event loop costs a client before any HTTP or SSE code runs."""
+
+    END = b"0\r\n\r\n"
+
+    def __init__(self, request: bytes, done: asyncio.Future[tuple[int, bytes]]) -> None:
+        self.request = request
+        self.done = done
+        self.received = 0
+        self.last = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
+        self.received += len(data)
+        if len(data) < len(self.END):  # the end may come split across reads
+            data = self.last + data
+        self.last = data[-len(self.END) :]
+        if self.last == self.END and self.transport is not None:
+            self.transport.close()
+            if not self.done.done():
+                self.done.set_result((self.received, self.last))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc or ConnectionError("closed before the body's end"))
+
+
+#: The bytes of the floor's first stream (the warm-up): each later one must match them.
+_FLOOR_BYTES: list[int] = []
+
+
+async def _floor(client: Any, url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    request = (f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n").encode()
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[tuple[int, bytes]] = loop.create_future()
+    await loop.create_connection(
+        lambda: _CountingProtocol(request, done), parts.hostname, parts.port
+    )
+    received, _ = await done
+    if not _FLOOR_BYTES:
+        _FLOOR_BYTES.append(received)
+    if received != _FLOOR_BYTES[0]:
+        raise RuntimeError(f"{received} bytes where the first stream had {_FLOOR_BYTES[0]}")
+    # Counted, not parsed: the same byte count as the warm-up's stream stands for its text.
+    n = int(parts.query.split("n=")[1].split("&")[0])
+    return DELTA * n
+
+
 def _make_client(impl: str, streams: int) -> Any:
+    if impl == "floor":
+        return None
     if impl.startswith("sf.Client"):
         import streamfold as sf
 
@@ -225,7 +285,7 @@ def _make_client(impl: str, streams: int) -> Any:
 
 def _run(impl: str, main: Any) -> Any:
     _raise_nofile()
-    if impl in ("aiohttp", "sf.Client-uvloop"):
+    if impl in ("aiohttp", "sf.Client-uvloop", "floor"):
         import uvloop
 
         return uvloop.run(main)
@@ -240,6 +300,7 @@ FOLDS = {
     "sf.Client-text": _sf_text,
     "httpx-sse": _httpx_sse_fold,
     "aiohttp": _aiohttp_fold,
+    "floor": _floor,
 }
 
 
