@@ -892,7 +892,10 @@ def _section_transport(tables: Tables) -> str:
             "`sf.afold(response)`; `sf.Client-aevents`: `sf.aevents` over its response; "
             "`sf.Client-bytes`: its bytes into the minimal fold; `httpx-sse`: httpx + httpx-sse "
             "+ `json.loads` + a minimal fold; `aiohttp`: uvloop + aiohttp + orjson + a minimal "
-            "fold. CPU is the client process's (tokio's threads included); memory is its "
+            "fold; `floor`: an `asyncio.Protocol` on uvloop that writes the request and counts "
+            "each read's bytes (no HTTP parsed, nothing folded; 'exact': every stream's byte "
+            "count the first stream's), the least a client on an event loop can spend. CPU is "
+            "the client process's (tokio's threads included); memory is its "
             "resident-set growth divided by the open streams; latency is from the server's "
             "write to the event in Python, every stream writing at the same moments.",
             "",
