@@ -214,7 +214,7 @@ class _CountingProtocol(asyncio.Protocol):
 
     END = b"0\r\n\r\n"
 
-    def __init__(self, request: bytes, done: asyncio.Future[tuple[int, bytes]]) -> None:
+    def __init__(self, request: bytes, done: asyncio.Future[int]) -> None:
         self.request = request
         self.done = done
         self.received = 0
@@ -228,12 +228,12 @@ class _CountingProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received += len(data)
         if len(data) < len(self.END):  # the end may come split across reads
-            data = self.last + data
-        self.last = data[-len(self.END) :]
-        if self.last == self.END and self.transport is not None:
+            data = self.last[-len(self.END) :] + data
+        self.last = data
+        if data.endswith(self.END) and self.transport is not None:
             self.transport.close()
             if not self.done.done():
-                self.done.set_result((self.received, self.last))
+                self.done.set_result(self.received)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.done.done():
@@ -245,23 +245,22 @@ _FLOOR_BYTES: list[int] = []
 
 
 async def _floor(client: Any, url: str) -> str:
-    from urllib.parse import urlsplit
+    from urllib.parse import parse_qs, urlsplit
 
     parts = urlsplit(url)
     request = (f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n").encode()
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[tuple[int, bytes]] = loop.create_future()
+    done: asyncio.Future[int] = loop.create_future()
     await loop.create_connection(
         lambda: _CountingProtocol(request, done), parts.hostname, parts.port
     )
-    received, _ = await done
+    received = await done
     if not _FLOOR_BYTES:
         _FLOOR_BYTES.append(received)
     if received != _FLOOR_BYTES[0]:
         raise RuntimeError(f"{received} bytes where the first stream had {_FLOOR_BYTES[0]}")
     # Counted, not parsed: the same byte count as the warm-up's stream stands for its text.
-    n = int(parts.query.split("n=")[1].split("&")[0])
-    return DELTA * n
+    return DELTA * int(parse_qs(parts.query)["n"][0])
 
 
 def _make_client(impl: str, streams: int) -> Any:
