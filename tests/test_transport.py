@@ -628,6 +628,35 @@ async def test_async_cut_streams_leak_no_descriptor(
         assert _open_descriptors() <= before
 
 
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_event_loops_that_end_leave_no_descriptor(
+    library: str, stream_server: StreamServer
+) -> None:
+    # Each event loop has a hub (a socket pair): a service or a test suite that runs one loop
+    # per job (asyncio.run, trio.run) gets the hub's descriptors back when its loop ends.
+    import gc
+
+    import trio
+
+    url = stream_server.url("/generate", provider="openai", n=5)
+    expected = sf.fold([generated_stream("openai", 5)], provider="openai")
+
+    async def one() -> sf.Message:
+        async with sf.astream("GET", url, provider="openai") as s:
+            return await s.fold()
+
+    def run() -> sf.Message:
+        return asyncio.run(one()) if library == "asyncio" else trio.run(one)
+
+    assert run() == expected
+    gc.collect()
+    before = _open_descriptors()
+    for _ in range(30):
+        assert run() == expected
+    gc.collect()
+    assert _open_descriptors() <= before
+
+
 def test_threads_share_one_client(stream_server: StreamServer) -> None:
     url = stream_server.url("/generate", provider="openai", n=N_EVENTS)
     results: list[sf.Message] = []

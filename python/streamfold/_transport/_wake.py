@@ -32,8 +32,10 @@ class Hub:
     def __init__(self, library: str, loop: Any = None) -> None:
         self._library = library
         #: The asyncio loop this hub belongs to (one hub per loop), whose futures its tasks
-        #: wait on.
-        self._loop = loop
+        #: wait on; held weakly, so that a loop nobody runs any more is collected and its
+        #: hub closed with it (``current_hub``): a hub holding its loop would keep both, and
+        #: the hub's two descriptors, for good.
+        self._loop: Callable[[], Any] = weakref.ref(loop) if loop is not None else _no_loop
         self._reader, writer = socket.socketpair()
         self._reader.setblocking(False)
         try:
@@ -49,8 +51,8 @@ class Hub:
         #: The asyncio pump task (a reference: the loop holds only a weak one), where the loop
         #: cannot call a reader back.
         self._pump: Any = None
-        #: The asyncio loop calling ``_readable`` back, while it does.
-        self._reading: Any = None
+        #: The asyncio loop calls ``_readable`` back.
+        self._reading = False
         self._closed = False
         #: Streams open on this hub: the pump keeps running while there is one, rather than
         #: being started again after every drain that left no task waiting.
@@ -90,18 +92,18 @@ class Hub:
         without asking ``poll``), the stream waits again, or it closes (``detach``)."""
         if self._library == "trio":
             return self._wait_trio(stream_id, poll)
-        future = self._loop.create_future()
+        future = self._loop().create_future()
         self._waiters[stream_id] = (poll, future)
         if not self._running:
             self._start_reading()
         return future  # type: ignore[no-any-return]
 
     def _start_reading(self) -> None:
-        loop = self._loop
+        loop = self._loop()
         self._running = True
         try:
             loop.add_reader(self._reader.fileno(), self._readable)
-            self._reading = loop
+            self._reading = True
         except NotImplementedError:  # a loop without readers: Windows' proactor
             self._pump = loop.create_task(self._pump_asyncio(loop))
 
@@ -151,11 +153,11 @@ class Hub:
             self._stop_reading()
 
     def _stop_reading(self) -> None:
-        loop = self._reading
-        if loop is not None:
-            self._reading = None
+        if self._reading:
+            self._reading = False
             self._running = False
-            if not loop.is_closed():
+            loop = self._loop()
+            if loop is not None and not loop.is_closed():
                 loop.remove_reader(self._reader.fileno())
 
     async def _pump_asyncio(self, loop: Any) -> None:
@@ -186,6 +188,10 @@ class Hub:
                 pass
         except (BlockingIOError, InterruptedError):
             pass
+
+
+def _no_loop() -> None:
+    """A trio hub's loop: none."""
 
 
 class _TrioWaiter:
@@ -224,6 +230,8 @@ def _library() -> str:
 
 
 _asyncio_hubs: weakref.WeakKeyDictionary[Any, Hub] = weakref.WeakKeyDictionary()
+#: The hub ``current_hub`` last gave under asyncio (a list: no ``global`` statement).
+_last_hub: list[Hub] = []
 #: trio's ``RunVar`` holding each run's hub, made on first use (trio is imported only then).
 _trio_hub: list[Any] = []
 
@@ -244,9 +252,16 @@ def current_hub() -> Hub:
     import asyncio
 
     loop = asyncio.get_running_loop()
+    if _last_hub:
+        # A request per stream asks this: the loop of the last answer is nearly always the
+        # one running, and is told without making a weak reference to look it up.
+        last = _last_hub[0]
+        if not last._closed and last._loop() is loop:
+            return last
     found = _asyncio_hubs.get(loop)
     if found is None or found._closed:
         found = Hub("asyncio", loop)
         _asyncio_hubs[loop] = found
         weakref.finalize(loop, found.close)
+    _last_hub[:] = [found]
     return found
