@@ -585,6 +585,27 @@ def _transport(tables: Tables) -> list[Verdict]:
                 "reported",
             )
         )
+    short = []
+    for group, rows in tables.records.items():
+        if not group.startswith("transport | short:"):
+            continue
+        events = group.split(" streams of ", 1)[1].split(" ", 1)[0]
+        ours = _median_key(rows, "sf.Client", "cpu_us_per_stream")
+        theirs = _median_key(rows, "aiohttp", "cpu_us_per_stream")
+        if ours is not None and theirs is not None:
+            short.append(
+                f"{events} events: {ours:.0f} µs vs {theirs:.0f} µs ({theirs / ours:.2f}x)"
+            )
+    if short:
+        out.append(
+            Verdict(
+                "23",
+                "short streams, one event per read: sf.Client's client CPU per stream against "
+                "aiohttp's (reported)",
+                "; ".join(short),
+                "reported",
+            )
+        )
     mem_ours = _transport_median(tables, cpu, "sf.Client", "bytes_per_stream")
     mem_httpx = _transport_median(tables, cpu, "httpx", "bytes_per_stream")
     goal = "memory per open stream below httpx's, 10,000 open"

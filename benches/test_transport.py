@@ -8,7 +8,8 @@ CPU is measured twice: paced, each stream's events 50 ms apart as a model server
 tokens, so that every event is its own read (the workload services run, and the goals'); and
 flooded, every event written as fast as the server can, where reads coalesce under load.
 Paced, ``floor`` is what the event loop alone costs a client (``transport.py``): the least any
-client on it can spend per event."""
+client on it can spend per event. Short streams (5 and 20 events, paced) are measured per
+stream, since their connection and set-up weigh as much as their events."""
 
 from __future__ import annotations
 
@@ -38,6 +39,18 @@ CPU_GROUP = (
     f"transport | flood: {STREAMS:,} concurrent streams x {EVENTS} events, written as fast "
     "as the server can (reads coalesce), CPU per event"
 )
+#: The deltas of the short streams most requests are (a tool call, a classification, a
+#: one-line answer): with the role chunk, the finish and ``[DONE]``, 5 and 20 events.
+SHORT_DELTAS = (2, 17)
+
+
+def short_group(deltas: int) -> str:
+    return (
+        f"transport | short: {STREAMS:,} concurrent streams of {deltas + 3} events, one every "
+        f"{INTERVAL * 1000:.0f} ms (one event per read), CPU per stream"
+    )
+
+
 MEMORY_GROUP = f"transport | memory per open stream, {OPEN_STREAMS:,} open"
 LATENCY_GROUP = f"transport | server write -> event in Python, {STREAMS:,} streams"
 LATENCY_SPREAD_GROUP = (
@@ -98,7 +111,9 @@ def _missing(impl: str) -> str | None:
     return None
 
 
-def _cpu_rows(server_url: str, group: str, impls: list[str], interval: float) -> None:
+def _cpu_rows(
+    server_url: str, group: str, impls: list[str], interval: float, events: int = EVENTS
+) -> None:
     runnable = []
     for impl in impls:
         missing = _missing(impl)
@@ -106,7 +121,7 @@ def _cpu_rows(server_url: str, group: str, impls: list[str], interval: float) ->
             record(group, impl, skipped=missing, primary=impl.startswith("sf.Client"))
         else:
             runnable.append(impl)
-    args = [server_url, str(STREAMS), str(EVENTS), str(interval)]
+    args = [server_url, str(STREAMS), str(events), str(interval)]
     for _ in range(ROUNDS):
         for impl in runnable:  # interleaved
             result = _run(["cpu", impl, *args])
@@ -118,6 +133,15 @@ def _cpu_rows(server_url: str, group: str, impls: list[str], interval: float) ->
 def test_cpu_per_event_paced(server_url: str) -> None:
     impls = ["sf.Client", "sf.Client-text", "sf.Client-uvloop", "httpx-sse", "aiohttp", "floor"]
     _cpu_rows(server_url, PACED_GROUP, impls, INTERVAL)
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("deltas", SHORT_DELTAS)
+def test_cpu_per_short_stream(server_url: str, deltas: int) -> None:
+    # What a stream costs whole, connection and fold set-up included: on streams this short
+    # they weigh as much as the events, which the per-event tables above spread thin.
+    impls = ["sf.Client", "sf.Client-afold", "httpx-sse", "aiohttp", "floor"]
+    _cpu_rows(server_url, short_group(deltas), impls, INTERVAL, events=deltas)
 
 
 @pytest.mark.once

@@ -350,6 +350,7 @@ async def _cpu(
         "cpu_seconds": cpu,
         "interval": interval,
         "cpu_us_per_event": cpu / total * 1e6,
+        "cpu_us_per_stream": cpu / streams * 1e6,
         "other_threads_us_per_event": io / total * 1e6,
         "exact_streams": sum(1 for text in results if text == DELTA * events),
     }
