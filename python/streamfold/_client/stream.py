@@ -20,7 +20,7 @@ from .._engine.pipeline import DEFAULT_MAX_EVENT_BYTES, check_max_event_bytes
 from .._errors import IdleTimeoutError, StreamError, StreamfoldError
 from .._events import BlockDelta, BlockStart
 from .._failures import is_read_timeout
-from .._io.aio import acheck_response
+from .._io.aio import NativeBody, acheck_response
 from .._io.asynclib import backoff
 from .._io.checks import retry_after_wait, retry_kind
 from .._io.sync import check_response
@@ -311,7 +311,8 @@ class EventStream(_StreamBase):
     def __init__(self, method: str, url: Any, **options: Any) -> None:
         super().__init__(method, url, **options)
         check_client(self._client, asynchronous=False)
-        self._stack = contextlib.ExitStack()
+        #: The first request's context manager, entered: closed with the stream.
+        self._opened: contextlib.AbstractContextManager[Any] | None = None
         self._iterator: Iterator[AnyEvent] | None = None
 
     def __enter__(self) -> EventStream:
@@ -349,16 +350,16 @@ class EventStream(_StreamBase):
             response: httpx.Response | None = None
             try:
                 # The stream: closed with the stream (``close``).
-                opened: httpx.Response = self._stack.enter_context(
-                    open_stream(client, self.method, self.url, self._timed(client, kwargs))
-                )
+                manager = open_stream(client, self.method, self.url, self._timed(client, kwargs))
+                opened: httpx.Response = manager.__enter__()
+                self._opened = manager
                 response = opened
                 try:
                     check_response(opened, self.provider)
                 except BaseException:
                     # The refused response (its error body read) is closed: nothing stays
                     # open during the wait, whatever ends it.
-                    self._stack.close()
+                    self._close_opened()
                     raise
                 return opened
             except Exception as exc:
@@ -481,7 +482,12 @@ class EventStream(_StreamBase):
                 self._closed_elsewhere = True
                 _shutdown_read(self._current)
         finally:
-            self._stack.close()
+            self._close_opened()
+
+    def _close_opened(self) -> None:
+        manager, self._opened = self._opened, None
+        if manager is not None:
+            manager.__exit__(None, None, None)
 
 
 class AsyncEventStream(_StreamBase):
@@ -500,7 +506,8 @@ class AsyncEventStream(_StreamBase):
     def __init__(self, method: str, url: Any, **options: Any) -> None:
         super().__init__(method, url, **options)
         check_client(self._client, asynchronous=True)
-        self._stack = contextlib.AsyncExitStack()
+        #: The first request's context manager, entered: closed with the stream.
+        self._opened: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._iterator: AsyncIterator[AnyEvent] | None = None
 
     async def __aenter__(self) -> AsyncEventStream:
@@ -537,14 +544,14 @@ class AsyncEventStream(_StreamBase):
         while True:
             response: httpx.Response | None = None
             try:
-                opened: httpx.Response = await self._stack.enter_async_context(
-                    aopen_stream(client, self.method, self.url, self._timed(client, kwargs))
-                )
+                manager = aopen_stream(client, self.method, self.url, self._timed(client, kwargs))
+                opened: httpx.Response = await manager.__aenter__()
+                self._opened = manager
                 response = opened
                 try:
                     await acheck_response(opened, self.provider)
                 except BaseException:
-                    await self._stack.aclose()  # the refused response, before any other
+                    await self._close_opened()  # the refused response, before any other
                     raise
                 return opened
             except Exception as exc:
@@ -659,7 +666,7 @@ class AsyncEventStream(_StreamBase):
     async def _fold_native(self, response: NativeResponse) -> Message:
         try:
             return await afold_into(
-                response,
+                NativeBody(response, self.provider),  # its head checked when it was opened
                 self.folder,
                 provider=self.provider,
                 strict=self._strict,
@@ -689,7 +696,12 @@ class AsyncEventStream(_StreamBase):
                 if aclose is not None:
                     await aclose()
         finally:
-            await self._stack.aclose()
+            await self._close_opened()
+
+    async def _close_opened(self) -> None:
+        manager, self._opened = self._opened, None
+        if manager is not None:
+            await manager.__aexit__(None, None, None)
 
 
 class _Closed(Exception):

@@ -128,7 +128,7 @@ async def _aiter_aiohttp(response: Any) -> AsyncGenerator[bytes]:
 @contextlib.asynccontextmanager
 async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[AsyncIterator[bytes]]:
     """Async twin of :func:`sync_response_chunks` for httpx (``AsyncClient``) and aiohttp."""
-    chunks: AsyncGenerator[bytes] | _NativeBody
+    chunks: AsyncGenerator[bytes] | NativeBody
     if as_requests(source) is not None:
         raise TypeError(
             "a requests.Response is read synchronously: use sf.events / sf.fold "
@@ -144,7 +144,7 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
                 "sf.fold (or open it with `async with`)"
             )
         await acheck_response(source, provider)
-        chunks = _NativeBody(source, provider)
+        chunks = NativeBody(source, provider)
     else:
         response = as_httpx(source)
         if response is None:
@@ -172,11 +172,12 @@ async def async_response_chunks(source: Any, provider: str) -> AsyncIterator[Asy
             await _aclose_response(source, complete=complete and _at_eof(source))
 
 
-class _NativeBody:
+class NativeBody:
     """An ``sf.Client`` response's body for the async API, a connection failing mid-body
     raised as ``ConnectionLostError`` (as ``_aguard``): iterated a read at a time, or pumped
     (``pump(feed)``: the body handed to ``feed`` from the event loop's drain, the task woken
-    only at the end; ``afold`` folds so)."""
+    only at the end; ``afold`` folds so). ``async_byte_chunks`` takes one as it is: the body
+    of a response whose head its opener checked and which its opener closes (``sf.astream``)."""
 
     __slots__ = ("_provider", "_response", "_seen")
 
@@ -185,7 +186,7 @@ class _NativeBody:
         self._provider = provider
         self._seen = 0
 
-    def __aiter__(self) -> _NativeBody:
+    def __aiter__(self) -> NativeBody:
         return self
 
     async def __anext__(self) -> bytes:

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .aio import async_response_chunks
+from .aio import NativeBody, async_response_chunks
 from .detect import is_response
 from .sync import sync_response_chunks
 
@@ -127,8 +127,9 @@ def async_byte_chunks(
     """The async twin of :func:`sync_byte_chunks`."""
     refuse_str(source)
     cls = source.__class__
-    if cls.__module__ == "builtins" and hasattr(cls, "__aiter__"):
-        return _AsyncIterating(source)  # an async generator: as ``_Iterating``
+    if (cls.__module__ == "builtins" and hasattr(cls, "__aiter__")) or cls is NativeBody:
+        # An async generator (as ``_Iterating``), or a native body its stream opened and checked.
+        return _AsyncIterating(source)
     return _opened_async_chunks(source, provider)
 
 
