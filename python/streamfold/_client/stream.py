@@ -25,7 +25,7 @@ from .._io.asynclib import backoff
 from .._io.checks import retry_after_wait, retry_kind
 from .._io.sync import check_response
 from .._providers import check_provider_name
-from .._read.fold import afold_into
+from .._read.fold import afold_into, fold_into
 from .._resume.drivers import atimed_events, timed_events
 from .._transport import Client as NativeClient
 from .._transport import Response as NativeResponse
@@ -245,6 +245,18 @@ class _StreamBase:
             return self._repeatable(self._request_kwargs)
         return False
 
+    def _read_once(self) -> NativeResponse | None:
+        """The response, when it is ``sf.Client``'s and its body is read once, with nothing
+        to resume and no idle timer: then the body is read straight from the connection."""
+        response: Any = self.response
+        if (
+            isinstance(response, NativeResponse)
+            and not self._resume
+            and self._resume_options["idle_timeout"] is None
+        ):
+            return response
+        return None
+
     @property
     def _fold(self) -> FoldDriver:
         driver = self._driver
@@ -454,9 +466,32 @@ class EventStream(_StreamBase):
         terminal event never came, ``StreamError`` for a provider error (both with
         ``.partial``).
         """
+        if self._iterator is None and not self._closed:
+            self.open()
+            response = self._read_once()
+            if response is not None:
+                # Nothing read yet, nothing to resume: the body is folded read by read as
+                # ``sf.fold`` folds it, its text in Rust, with no event made for it.
+                return self._fold_native(response)
         for _ in self.events():
             pass
         return self._result()
+
+    def _fold_native(self, response: NativeResponse) -> Message:
+        self._current = self.response  # what a close() from another thread shuts down
+        try:
+            return fold_into(
+                response,
+                self.folder,
+                provider=self.provider,
+                strict=self._strict,
+                max_event_bytes=self._max_event_bytes,
+            )
+        except StreamfoldError as exc:
+            self._error = exc
+            raise
+        finally:
+            self.close()
 
     def close(self) -> None:
         """Close the response (and the temporary client). Safe to call twice, and from
@@ -595,18 +630,6 @@ class AsyncEventStream(_StreamBase):
                 clock=self._clock,
             )
         return atimed_events(self._connect, clock=self._clock, **self._options())
-
-    def _read_once(self) -> NativeResponse | None:
-        """The response, when it is ``sf.Client``'s and its body is read once, with nothing
-        to resume and no idle timer: then the body is read straight from the connection."""
-        response: Any = self.response
-        if (
-            isinstance(response, NativeResponse)
-            and not self._resume
-            and self._resume_options["idle_timeout"] is None
-        ):
-            return response
-        return None
 
     def events(self) -> AsyncIterator[AnyEvent]:
         """The events not yet read (the stream itself: a second loop continues).

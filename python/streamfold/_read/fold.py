@@ -27,7 +27,7 @@ from .._io.source import AsyncChunks, Chunks, async_byte_chunks, sync_byte_chunk
 from .._message import Message
 from .._types import ProviderName
 
-__all__ = ["afold", "afold_into", "fold"]
+__all__ = ["afold", "afold_into", "fold", "fold_into"]
 
 
 def fold(
@@ -47,6 +47,23 @@ def fold(
     """
     pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
     run = FoldDriver.over(pipeline, strict=strict, max_message_bytes=max_message_bytes)
+    return _fold(chunks, pipeline, run)
+
+
+def fold_into(
+    chunks: Chunks,
+    folder: Folder,
+    *,
+    provider: ProviderName,
+    strict: bool,
+    max_event_bytes: int,
+) -> Message:
+    """:func:`fold` into ``folder`` (a stream's own, which ``snapshot()`` reads meanwhile)."""
+    pipeline = Pipeline(provider, strict=strict, max_event_bytes=max_event_bytes)
+    return _fold(chunks, pipeline, FoldDriver(folder, pipeline))
+
+
+def _fold(chunks: Chunks, pipeline: Pipeline, run: FoldDriver) -> Message:
     try:
         with sync_byte_chunks(chunks, pipeline.provider.name) as byte_iter:
             step = run.step
