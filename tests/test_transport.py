@@ -783,9 +783,12 @@ def test_a_sync_stream_folds_its_body_as_sf_fold_does(
     expected = sf.fold([generated_stream("openai", 50)], provider="openai")
     added: list[Any] = []
     add = FoldDriver.add
-    monkeypatch.setattr(
-        FoldDriver, "add", lambda self, event: (added.append(event), add(self, event))
-    )
+
+    def counting_add(self: FoldDriver, event: Any) -> None:
+        added.append(event)
+        add(self, event)
+
+    monkeypatch.setattr(FoldDriver, "add", counting_add)
     with sf.Client() as client:
         with sf.stream("GET", url, provider="openai", client=client) as s:
             message = s.fold()
