@@ -478,7 +478,8 @@ class EventStream(_StreamBase):
         return self._result()
 
     def _fold_native(self, response: NativeResponse) -> Message:
-        self._current = self.response  # what a close() from another thread shuts down
+        # A close() from another thread closes the response (``_close_opened``), which ends
+        # a read blocked on it.
         try:
             return fold_into(
                 response,
